@@ -1,0 +1,22 @@
+# Image with both commands of the BRP ordered publication service:
+#   publicatie            the publisher (default command)
+#   publicatie migrate    apply the database schema and exit 0
+#   mutatielevering       one consumer; run as many as you like
+# Select one with the container command (compose.yaml does so per service).
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+ENV CGO_ENABLED=0
+# Module downloads get their own layer, rebuilt only when go.mod/go.sum change.
+COPY go.mod go.sum* ./
+RUN go mod download
+COPY . .
+RUN go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/publicatie ./cmd/mutatielevering
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/publicatie /out/mutatielevering /usr/local/bin/
+USER nonroot:nonroot
+# /metrics, /healthz and /readyz; inside a container the listener must take all interfaces.
+ENV BRP_HTTP_ADDR=0.0.0.0:9464
+EXPOSE 9464
+CMD ["publicatie"]

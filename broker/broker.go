@@ -1,0 +1,249 @@
+// Package broker is the service's only door to the JMS broker: STOMP 1.2 connections that
+// confirm every send with a broker receipt, bound every wait, and can be dropped and redialled
+// when the broker goes away. go-stomp has no reconnect and can hang on a dead socket; this
+// package owns the socket so that a deadline can always close it.
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+	"github.com/go-stomp/stomp/v3/frame"
+)
+
+// Config says how to reach the broker.
+type Config struct {
+	// Addr is host:port of the broker's STOMP listener. Required.
+	Addr string
+	// Login and Passcode are the broker credentials; empty means none.
+	Login, Passcode string
+	// Host is the STOMP virtual host; empty means the broker's default.
+	Host string
+	// TLS, when non-nil, wraps the connection in TLS.
+	TLS *tls.Config
+	// HeartBeat is the STOMP heart-beat interval in both directions; 0 (the default) turns
+	// heart-beats off and relies on TCP keepalive, because ActiveMQ and go-stomp disagree on
+	// heart-beat timing.
+	HeartBeat time.Duration
+	// OpTimeout bounds every wait for the broker: dialling, a receipt, a commit. Default 30s.
+	OpTimeout time.Duration
+}
+
+// ErrConfig is returned for an invalid Config.
+var ErrConfig = errors.New("broker: invalid config")
+
+func (c *Config) setDefaults() {
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 30 * time.Second
+	}
+}
+
+func (c Config) validate() error {
+	if c.Addr == "" {
+		return fmt.Errorf("%w: Addr is empty", ErrConfig)
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("%w: Addr %q: %v", ErrConfig, c.Addr, err)
+	}
+	if c.HeartBeat < 0 || c.OpTimeout < 0 {
+		return fmt.Errorf("%w: HeartBeat and OpTimeout must not be negative", ErrConfig)
+	}
+	return nil
+}
+
+// Message is one outgoing persistent message.
+type Message struct {
+	Destination string
+	// AdmhndID becomes the admhnd-id header, the afnemers' dedup key.
+	AdmhndID int64
+	Body     []byte
+	// Header holds extra headers (for example the reason a message was set aside).
+	Header map[string]string
+}
+
+// Conn is one STOMP connection. It is safe for concurrent use; once any operation fails the
+// connection is closed and the caller dials a new one.
+type Conn struct {
+	cfg  Config
+	nc   net.Conn
+	sc   *stomp.Conn
+	once sync.Once
+	// Server is the broker's server header from CONNECTED (for example "ActiveMQ/5.17.2").
+	Server string
+}
+
+// Dial connects to the broker and completes the STOMP handshake within OpTimeout.
+func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 15 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker: dial %s: %w", cfg.Addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if cfg.TLS != nil {
+		tlsConn := tls.Client(nc, cfg.TLS)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("broker: tls handshake with %s: %w", cfg.Addr, err)
+		}
+		nc = tlsConn
+	}
+	opts := []func(*stomp.Conn) error{
+		stomp.ConnOpt.AcceptVersion(stomp.V12),
+		stomp.ConnOpt.HeartBeat(cfg.HeartBeat, cfg.HeartBeat),
+		stomp.ConnOpt.RcvReceiptTimeout(cfg.OpTimeout),
+		stomp.ConnOpt.MsgSendTimeout(cfg.OpTimeout),
+		stomp.ConnOpt.DisconnectReceiptTimeout(5 * time.Second),
+		stomp.ConnOpt.Logger(quietLogger{}),
+	}
+	if cfg.Login != "" || cfg.Passcode != "" {
+		opts = append(opts, stomp.ConnOpt.Login(cfg.Login, cfg.Passcode))
+	}
+	if cfg.Host != "" {
+		opts = append(opts, stomp.ConnOpt.Host(cfg.Host))
+	}
+	sc, err := stomp.ConnectWithContext(ctx, nc, opts...)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("broker: stomp connect to %s: %w", cfg.Addr, err)
+	}
+	return &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server()}, nil
+}
+
+// Close drops the connection without waiting for the broker. Unacknowledged messages go back
+// to their queue; an open transaction is rolled back by the broker.
+func (c *Conn) Close() {
+	c.once.Do(func() { c.nc.Close() })
+}
+
+// Disconnect says goodbye to the broker (bounded) and closes the socket.
+func (c *Conn) Disconnect() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.sc.Disconnect()
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	c.Close()
+}
+
+// guard runs fn and closes the connection if fn does not return within OpTimeout or ctx ends,
+// so that no broker wait can hang a caller.
+func (c *Conn) guard(ctx context.Context, what string, fn func() error) error {
+	timer := time.AfterFunc(c.cfg.OpTimeout, c.Close)
+	defer timer.Stop()
+	stop := context.AfterFunc(ctx, c.Close)
+	defer stop()
+	if err := fn(); err != nil {
+		c.Close()
+		if ctx.Err() != nil {
+			return fmt.Errorf("broker: %s: %w", what, ctx.Err())
+		}
+		return fmt.Errorf("broker: %s: %w", what, err)
+	}
+	return nil
+}
+
+func sendOpts(m Message) []func(*frame.Frame) error {
+	opts := []func(*frame.Frame) error{
+		stomp.SendOpt.Header("persistent", "true"),
+		stomp.SendOpt.Header("admhnd-id", strconv.FormatInt(m.AdmhndID, 10)),
+	}
+	for k, v := range m.Header {
+		opts = append(opts, stomp.SendOpt.Header(k, v))
+	}
+	return opts
+}
+
+// Send sends the messages persistently and returns only when the broker has confirmed all of
+// them. One message is sent with a receipt; several go in one STOMP transaction committed with
+// a receipt, so the broker takes all of them or none.
+func (c *Conn) Send(ctx context.Context, msgs ...Message) error {
+	switch len(msgs) {
+	case 0:
+		return nil
+	case 1:
+		m := msgs[0]
+		return c.guard(ctx, "send", func() error {
+			return c.sc.Send(m.Destination, "application/json", m.Body, append(sendOpts(m), stomp.SendOpt.Receipt)...)
+		})
+	}
+	return c.guard(ctx, "send transaction", func() error {
+		tx, err := c.sc.BeginWithError()
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if err := tx.Send(m.Destination, "application/json", m.Body, sendOpts(m)...); err != nil {
+				return err
+			}
+		}
+		return tx.CommitWithReceipt()
+	})
+}
+
+// Subscription delivers messages of one queue with client-individual acknowledgement.
+type Subscription struct {
+	conn *Conn
+	sub  *stomp.Subscription
+}
+
+// Subscribe subscribes to destination with client-individual ack and at most prefetch
+// unacknowledged messages in flight to this connection. The prefetch header is sent in both
+// the ActiveMQ and the RabbitMQ spelling; each broker ignores the other's.
+func (c *Conn) Subscribe(ctx context.Context, destination string, prefetch int) (*Subscription, error) {
+	var sub *stomp.Subscription
+	err := c.guard(ctx, "subscribe", func() error {
+		var err error
+		sub, err = c.sc.Subscribe(destination, stomp.AckClientIndividual,
+			stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(prefetch)),
+			stomp.SubscribeOpt.Header("prefetch-count", strconv.Itoa(prefetch)),
+		)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Subscription{conn: c, sub: sub}, nil
+}
+
+// C delivers the subscription's messages; a message with Err set, or a closed channel, means
+// the connection is gone.
+func (s *Subscription) C() <-chan *stomp.Message { return s.sub.C }
+
+// Ack acknowledges one message. It does not wait for the broker: a lost ack only causes a
+// redelivery, which the consumer absorbs.
+func (s *Subscription) Ack(ctx context.Context, m *stomp.Message) error {
+	return s.conn.guard(ctx, "ack", func() error { return s.conn.sc.Ack(m) })
+}
+
+// quietLogger keeps go-stomp's own logging out of the service's structured logs; every error
+// it would log also reaches the caller as a returned error.
+type quietLogger struct{}
+
+func (quietLogger) Debugf(string, ...interface{})   {}
+func (quietLogger) Infof(string, ...interface{})    {}
+func (quietLogger) Warningf(string, ...interface{}) {}
+func (quietLogger) Errorf(string, ...interface{})   {}
+func (quietLogger) Debug(string)                    {}
+func (quietLogger) Info(string)                     {}
+func (quietLogger) Warning(string)                  {}
+func (quietLogger) Error(string)                    {}

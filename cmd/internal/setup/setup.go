@@ -1,0 +1,138 @@
+// Package setup is what both commands share at start: the environment (the contract's names,
+// read with envconfig, every bad value reported with its variable), the logger, the database
+// wait and the loopback HTTP listener for status, health and metrics.
+package setup
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/kelseyhightower/envconfig"
+	_ "github.com/lib/pq" // the PostgreSQL driver
+
+	"github.com/brp/levering/broker"
+)
+
+// DefaultDatabaseURL is the project's local dev database (scripts/services.sh up).
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"
+
+// Common holds the settings of both commands.
+type Common struct {
+	DatabaseURL    string       `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
+	StompAddr      HostPort     `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
+	StompLogin     string       `envconfig:"BRP_STOMP_LOGIN"`
+	StompPasscode  string       `envconfig:"BRP_STOMP_PASSCODE"`
+	StompHost      string       `envconfig:"BRP_STOMP_HOST"`
+	StompTLS       Bool         `envconfig:"BRP_STOMP_TLS" default:"false"`
+	StompTLSCA     string       `envconfig:"BRP_STOMP_TLS_CA"`
+	StompHeartbeat Duration     `envconfig:"BRP_STOMP_HEARTBEAT" default:"0s"`
+	StompTimeout   Duration     `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
+	LogFormat      LogFormat    `envconfig:"BRP_LOG_FORMAT" default:"auto"`
+	LogLevel       LogLevel     `envconfig:"BRP_LOG_LEVEL" default:"info"`
+}
+
+// ErrConfig marks a bad environment value: the commands exit 2 on it.
+var ErrConfig = errors.New("invalid configuration")
+
+// Load fills cfg (a struct with envconfig tags holding the full variable names) from the
+// environment. The error names the variable, the value and what is expected.
+func Load(cfg any) error {
+	err := envconfig.Process("", cfg)
+	var pe *envconfig.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%w: %s=%q: %v", ErrConfig, pe.KeyName, pe.Value, pe.Err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return nil
+}
+
+// Broker turns the settings into a broker.Config.
+func (c Common) Broker() (broker.Config, error) {
+	cfg := broker.Config{
+		Addr:      string(c.StompAddr),
+		Login:     c.StompLogin,
+		Passcode:  c.StompPasscode,
+		Host:      c.StompHost,
+		HeartBeat: time.Duration(c.StompHeartbeat),
+		OpTimeout: time.Duration(c.StompTimeout),
+	}
+	if c.StompTLS || c.StompTLSCA != "" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.StompTLSCA != "" {
+			pem, err := os.ReadFile(c.StompTLSCA)
+			if err != nil {
+				return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CA=%q: %v", ErrConfig, c.StompTLSCA, err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CA=%q: expected a PEM file with certificates", ErrConfig, c.StompTLSCA)
+			}
+		}
+		cfg.TLS = tc
+	}
+	return cfg, nil
+}
+
+// Logger builds the process logger: JSON, or text when format is text or (auto) stderr is a
+// terminal.
+func (c Common) Logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.Level(c.LogLevel)}
+	text := c.LogFormat == "text"
+	if c.LogFormat == "auto" {
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				text = true
+			}
+		}
+	}
+	if text {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// OpenDB opens the database and waits, logging, until it answers or ctx ends.
+func OpenDB(ctx context.Context, url string, log *slog.Logger) (*sqlx.DB, error) {
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: BRP_DATABASE_URL: %v", ErrConfig, err)
+	}
+	db.SetMaxOpenConns(20)
+	db.SetMaxIdleConns(20)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	backoff := 200 * time.Millisecond
+	for logged := false; ; {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := db.PingContext(pctx)
+		cancel()
+		if err == nil {
+			if logged {
+				log.Info("database available")
+			}
+			return db, nil
+		}
+		if ctx.Err() != nil {
+			db.Close()
+			return nil, fmt.Errorf("database: %w", ctx.Err())
+		}
+		if !logged {
+			log.Warn("database unavailable, waiting", slog.Any("error", err))
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}

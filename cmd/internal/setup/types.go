@@ -1,0 +1,178 @@
+package setup
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Each type below is an envconfig.Decoder whose error says what is expected; Load adds the
+// variable name and the value.
+
+// Millis is a positive duration given as bare milliseconds (the seed's form) or a Go duration.
+type Millis time.Duration
+
+// Decode implements envconfig.Decoder.
+func (m *Millis) Decode(v string) error {
+	d, err := parseDuration(v, time.Millisecond)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("expected a positive number of milliseconds (5000) or a duration (250ms)")
+	}
+	*m = Millis(d)
+	return nil
+}
+
+// Seconds is a positive duration given as bare seconds or a Go duration.
+type Seconds time.Duration
+
+// Decode implements envconfig.Decoder.
+func (s *Seconds) Decode(v string) error {
+	d, err := parseDuration(v, time.Second)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("expected a positive number of seconds (30) or a duration (30s)")
+	}
+	*s = Seconds(d)
+	return nil
+}
+
+// Duration is a non-negative Go duration (0 allowed).
+type Duration time.Duration
+
+// Decode implements envconfig.Decoder.
+func (d *Duration) Decode(v string) error {
+	x, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || x < 0 {
+		return fmt.Errorf("expected a duration such as 10s (0 for off)")
+	}
+	*d = Duration(x)
+	return nil
+}
+
+func parseDuration(v string, unit time.Duration) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(n) * unit, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// Positive is an integer greater than zero.
+type Positive int
+
+// Decode implements envconfig.Decoder.
+func (p *Positive) Decode(v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return fmt.Errorf("expected a positive integer")
+	}
+	*p = Positive(n)
+	return nil
+}
+
+// Bool is true or false (also 1/0, yes/no).
+type Bool bool
+
+// Decode implements envconfig.Decoder.
+func (b *Bool) Decode(v string) error {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1", "yes", "on":
+		*b = true
+	case "false", "0", "no", "off", "":
+		*b = false
+	default:
+		return fmt.Errorf("expected true or false")
+	}
+	return nil
+}
+
+// HostPort is a host:port address.
+type HostPort string
+
+// Decode implements envconfig.Decoder.
+func (h *HostPort) Decode(v string) error {
+	host, port, err := net.SplitHostPort(strings.TrimSpace(v))
+	if err != nil || host == "" {
+		return fmt.Errorf("expected host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return fmt.Errorf("expected host:port with a port 1-65535")
+	}
+	*h = HostPort(strings.TrimSpace(v))
+	return nil
+}
+
+// ListenAddr is a host:port to listen on (port 0 picks a free one), or "off".
+type ListenAddr string
+
+// Decode implements envconfig.Decoder.
+func (l *ListenAddr) Decode(v string) error {
+	v = strings.TrimSpace(v)
+	if v == "off" {
+		*l = ListenAddr(v)
+		return nil
+	}
+	_, port, err := net.SplitHostPort(v)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("expected host:port to listen on (port 0 for any) or off")
+	}
+	*l = ListenAddr(v)
+	return nil
+}
+
+// Queue is a STOMP destination such as /queue/name.
+type Queue string
+
+// Decode implements envconfig.Decoder.
+func (q *Queue) Decode(v string) error {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "/") || len(v) < 2 || strings.ContainsAny(v, " \t\r\n:") {
+		return fmt.Errorf("expected a STOMP destination such as /queue/name")
+	}
+	*q = Queue(v)
+	return nil
+}
+
+// List is a comma-separated list of names; empty means none.
+type List []string
+
+// Decode implements envconfig.Decoder.
+func (l *List) Decode(v string) error {
+	out := List{}
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	*l = out
+	return nil
+}
+
+// LogFormat is json, text or auto (text on a terminal, else json).
+type LogFormat string
+
+// Decode implements envconfig.Decoder.
+func (f *LogFormat) Decode(v string) error {
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case "json", "text", "auto":
+		*f = LogFormat(v)
+		return nil
+	}
+	return fmt.Errorf("expected json, text or auto")
+}
+
+// LogLevel is debug, info, warn or error.
+type LogLevel slog.Level
+
+// Decode implements envconfig.Decoder.
+func (l *LogLevel) Decode(v string) error {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
+		return fmt.Errorf("expected debug, info, warn or error")
+	}
+	*l = LogLevel(lv)
+	return nil
+}
+

@@ -1,0 +1,89 @@
+// Command mutatielevering runs one consumer process of the publication queue; run as many as
+// you like. Settings come from the environment (CONTRACT.md section 2).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/levering"
+)
+
+type config struct {
+	setup.Common
+	HTTPAddr        setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:0"`
+	Queue           setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
+	VerzendingQueue setup.Queue      `envconfig:"BRP_LEVERING_VERZENDING_QUEUE" default:"/queue/brp.levering.verzending"`
+	DeadLetterQueue setup.Queue      `envconfig:"BRP_LEVERING_MUTATIELEVERING_DLQ" default:"/queue/brp.levering.admhndpublicatie.dlq"`
+	Workers         setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"4"`
+	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" default:"8"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mutatielevering: %v\n", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+var errUsage = errors.New("usage: mutatielevering (no arguments)")
+
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, setup.ErrConfig), errors.Is(err, errUsage), errors.Is(err, levering.ErrConfig):
+		return 2
+	}
+	return 1
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	var cfg config
+	if err := setup.Load(&cfg); err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return errUsage
+	}
+	log := cfg.Logger(stderr)
+	bcfg, err := cfg.Broker()
+	if err != nil {
+		return err
+	}
+	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer db.Close()
+	c, err := levering.New(db, levering.Config{
+		Queue:           string(cfg.Queue),
+		VerzendingQueue: string(cfg.VerzendingQueue),
+		DeadLetterQueue: string(cfg.DeadLetterQueue),
+		Workers:         int(cfg.Workers),
+		Prefetch:        int(cfg.Prefetch),
+		Broker:          bcfg,
+	}, log)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}

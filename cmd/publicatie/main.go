@@ -1,0 +1,171 @@
+// Command publicatie runs the publisher of administratieve handelingen; `publicatie migrate`
+// applies the schema and exits. Settings come from the environment (CONTRACT.md section 2).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/publicatie"
+	"github.com/brp/levering/schema"
+)
+
+type config struct {
+	setup.Common
+	HTTPAddr      setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
+	Delay         setup.Millis     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" default:"5000"`
+	Limit         setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" default:"5000"`
+	MaxInLevering setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" default:"1000"`
+	Queue         setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
+	Excluded      setup.List       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED" default:"GBA_INITIELE_VULLING"`
+	FoutPolicy    foutPolicy       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY" default:"strict"`
+	Cluster       clusterName      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER" default:"default"`
+	Wartezeit     wartezeit        `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT"`
+	Standalone    setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE" default:"false"`
+}
+
+type foutPolicy publicatie.FoutPolicy
+
+func (f *foutPolicy) Decode(v string) error {
+	switch p := publicatie.FoutPolicy(v); p {
+	case publicatie.Strict, publicatie.Skip:
+		*f = foutPolicy(p)
+		return nil
+	}
+	return fmt.Errorf("expected strict or skip")
+}
+
+type clusterName string
+
+func (c *clusterName) Decode(v string) error {
+	if v == "" || len(v) > 200 {
+		return fmt.Errorf("expected a non-empty cluster name of at most 200 characters")
+	}
+	*c = clusterName(v)
+	return nil
+}
+
+// wartezeit is in seconds (bare integer) or a duration, at least 10 s.
+type wartezeit time.Duration
+
+func (w *wartezeit) Decode(v string) error {
+	var s setup.Seconds
+	if err := s.Decode(v); err != nil || time.Duration(s) < publicatie.MinWartezeit {
+		return fmt.Errorf("expected a number of seconds of at least 10 (or a duration such as 30s)")
+	}
+	*w = wartezeit(s)
+	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "publicatie: %v\n", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+var errUsage = errors.New("usage: publicatie [migrate]")
+
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, setup.ErrConfig), errors.Is(err, errUsage), errors.Is(err, publicatie.ErrConfig):
+		return 2
+	}
+	return 1
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	if err := setup.Load(&cfg); err != nil {
+		return err
+	}
+	log := cfg.Logger(stderr)
+	cmd := ""
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch {
+	case cmd == "migrate" && len(args) == 1:
+		return migrate(ctx, cfg, log, stdout)
+	case cmd == "" || cmd == "run":
+		return serve(ctx, cfg, log)
+	}
+	return errUsage
+}
+
+func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	applied, err := schema.Migrate(ctx, db.DB)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schema up to date (%d migrations applied now)\n", len(applied))
+	for _, name := range applied {
+		log.Info("migration applied", slog.String("migration", name))
+	}
+	return nil
+}
+
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	bcfg, err := cfg.Broker()
+	if err != nil {
+		return err
+	}
+	pcfg := publicatie.Config{
+		Delay:         time.Duration(cfg.Delay),
+		Limit:         int(cfg.Limit),
+		MaxInLevering: int(cfg.MaxInLevering),
+		Queue:         string(cfg.Queue),
+		Excluded:      cfg.Excluded,
+		FoutPolicy:    publicatie.FoutPolicy(cfg.FoutPolicy),
+		Cluster:       string(cfg.Cluster),
+		Wartezeit:     time.Duration(cfg.Wartezeit),
+		Standalone:    bool(cfg.Standalone),
+		Broker:        bcfg,
+	}
+	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer db.Close()
+	pub, err := publicatie.New(db, pcfg, log)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		st, err := pub.Status(r.Context())
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(st)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
+		return err
+	}
+	return pub.Run(ctx)
+}

@@ -1,0 +1,254 @@
+// Package brptest is the test support shared by every package's tests: a fresh migrated
+// database per test, unique queues per test on the real broker, reading queues back, and
+// running the real commands. Tests need the services of scripts/services.sh; they fail, not
+// skip, when those are missing.
+package brptest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the PostgreSQL driver
+
+	"github.com/brp/levering/broker"
+	"github.com/brp/levering/schema"
+)
+
+// DatabaseURL is the server the tests create their databases on: BRP_DATABASE_URL or the
+// project's dev database.
+func DatabaseURL() string {
+	if u := os.Getenv("BRP_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"
+}
+
+// Broker is the broker the tests use: BRP_STOMP_ADDR or 127.0.0.1:61613.
+func Broker() broker.Config {
+	addr := os.Getenv("BRP_STOMP_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:61613"
+	}
+	return broker.Config{Addr: addr, Login: os.Getenv("BRP_STOMP_LOGIN"), Passcode: os.Getenv("BRP_STOMP_PASSCODE"),
+		Host: os.Getenv("BRP_STOMP_HOST"), OpTimeout: 20 * time.Second}
+}
+
+var unsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// Name returns a short unique lower-case name for t, usable as a database or queue name.
+func Name(t testing.TB) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	n := unsafe.ReplaceAllString(strings.ToLower(t.Name()), "_")
+	if len(n) > 30 {
+		n = n[len(n)-30:]
+	}
+	return strings.Trim(n, "_") + "_" + hex.EncodeToString(b)
+}
+
+// DB creates a fresh database for t, applies the schema and drops it when t ends. It returns
+// the handle and the database's URL (for processes started by the test).
+func DB(t testing.TB) (*sqlx.DB, string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := sqlx.Open("postgres", DatabaseURL())
+	if err != nil {
+		t.Fatalf("brptest: %v", err)
+	}
+	defer admin.Close()
+	if err := admin.PingContext(ctx); err != nil {
+		t.Fatalf("brptest: PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %v", DatabaseURL(), err)
+	}
+	name := "t_" + Name(t)
+	if _, err := admin.ExecContext(ctx, `create database `+name); err != nil {
+		t.Fatalf("brptest: create database: %v", err)
+	}
+	u, err := url.Parse(DatabaseURL())
+	if err != nil {
+		t.Fatalf("brptest: %v", err)
+	}
+	u.Path = "/" + name
+	dbURL := u.String()
+	db, err := sqlx.Open("postgres", dbURL)
+	if err != nil {
+		t.Fatalf("brptest: %v", err)
+	}
+	db.SetMaxOpenConns(30)
+	t.Cleanup(func() {
+		db.Close()
+		a, err := sqlx.Open("postgres", DatabaseURL())
+		if err != nil {
+			return
+		}
+		defer a.Close()
+		_, _ = a.ExecContext(context.Background(), `drop database if exists `+name+` with (force)`)
+	})
+	if _, err := schema.Migrate(ctx, db.DB); err != nil {
+		t.Fatalf("brptest: migrate: %v", err)
+	}
+	return db, dbURL
+}
+
+// Queues are the destinations one test uses.
+type Queues struct {
+	Publicatie, Verzending, DLQ string
+}
+
+// NewQueues returns queues of t's own, so tests can share one broker.
+func NewQueues(t testing.TB) Queues {
+	n := Name(t)
+	return Queues{
+		Publicatie: "/queue/test." + n + ".admhndpublicatie",
+		Verzending: "/queue/test." + n + ".verzending",
+		DLQ:        "/queue/test." + n + ".dlq",
+	}
+}
+
+// Received is one message read back from a queue.
+type Received struct {
+	AdmhndID  int64
+	MessageID string
+	Header    map[string]string
+	Body      []byte
+}
+
+// Reader reads a queue back in order, acknowledging what it read.
+type Reader struct {
+	t    testing.TB
+	conn *broker.Conn
+	sub  *broker.Subscription
+
+	mu  sync.Mutex
+	got []Received
+	err error
+}
+
+// Read subscribes to queue and collects its messages in the background until t ends.
+func Read(t testing.TB, queue string) *Reader {
+	t.Helper()
+	conn, err := broker.Dial(context.Background(), Broker())
+	if err != nil {
+		t.Fatalf("brptest: broker at %s is not reachable (start it with scripts/services.sh up): %v", Broker().Addr, err)
+	}
+	// Prefetch 1 with an immediate ack keeps the read order the queue's order.
+	sub, err := conn.Subscribe(context.Background(), queue, 1)
+	if err != nil {
+		t.Fatalf("brptest: subscribe %s: %v", queue, err)
+	}
+	r := &Reader{t: t, conn: conn, sub: sub}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range sub.C() {
+			if m.Err != nil {
+				r.mu.Lock()
+				r.err = m.Err
+				r.mu.Unlock()
+				return
+			}
+			r.add(m)
+			if err := sub.Ack(context.Background(), m); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close(); <-done })
+	return r
+}
+
+func (r *Reader) add(m *stomp.Message) {
+	rec := Received{MessageID: m.Header.Get("message-id"), Body: m.Body, Header: map[string]string{}}
+	rec.AdmhndID, _ = strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
+	for i := range m.Header.Len() {
+		k, v := m.Header.GetAt(i)
+		rec.Header[k] = v
+	}
+	r.mu.Lock()
+	r.got = append(r.got, rec)
+	r.mu.Unlock()
+}
+
+// Messages returns what was read so far.
+func (r *Reader) Messages() []Received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Received(nil), r.got...)
+}
+
+// IDs returns the admhnd-id headers read so far, in queue order.
+func (r *Reader) IDs() []int64 {
+	var ids []int64
+	for _, m := range r.Messages() {
+		ids = append(ids, m.AdmhndID)
+	}
+	return ids
+}
+
+// Err reports a broken subscription.
+func (r *Reader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Eventually polls cond every 50 ms until it returns nil or timeout passes, then fails t with
+// cond's last error.
+func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not reached within %v: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Statuses counts handelingen per statuslev ("" for NULL).
+func Statuses(t testing.TB, db *sqlx.DB) map[string]int {
+	t.Helper()
+	rows, err := db.Query(`select coalesce(statuslev, ''), count(*) from admhnd group by 1`)
+	if err != nil {
+		t.Fatalf("brptest: statuses: %v", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			t.Fatalf("brptest: statuses: %v", err)
+		}
+		out[s] = n
+	}
+	return out
+}
+
+// Status returns one handeling's statuslev ("" for NULL).
+func Status(t testing.TB, db *sqlx.DB, id int64) string {
+	t.Helper()
+	var s string
+	if err := db.Get(&s, `select coalesce(statuslev, '') from admhnd where id = $1`, id); err != nil {
+		t.Fatalf("brptest: status of %d: %v", id, err)
+	}
+	return s
+}
+
+// Sprint formats a map deterministically enough for failure messages.
+func Sprint(m map[string]int) string { return fmt.Sprint(m) }

@@ -1,0 +1,311 @@
+// Package levering is mutatielevering, the consumer: it takes publications from the queue and,
+// per handeling, in one database transaction, marks it geleverd only where it is not yet
+// delivered and, only when that update hit a row, puts the handeling on the verzending queue
+// (confirmed by the broker) before the database commit. The publication is acknowledged only
+// after the commit, so redeliveries and duplicates are absorbed by the conditional update.
+package levering
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/broker"
+)
+
+// Config configures a Consumer. Zero fields take the documented defaults.
+type Config struct {
+	// Queue is the publication queue. Default /queue/brp.levering.admhndpublicatie.
+	Queue string
+	// VerzendingQueue receives delivered handelingen. Default /queue/brp.levering.verzending.
+	VerzendingQueue string
+	// DeadLetterQueue receives publications that cannot be read (bad input), with the reason
+	// in a header. Default /queue/brp.levering.admhndpublicatie.dlq.
+	DeadLetterQueue string
+	// Workers is how many publications this process handles at once. Default 4.
+	Workers int
+	// Prefetch is how many unacknowledged publications the broker may push to this process.
+	// Default 2*Workers.
+	Prefetch int
+	// Broker says how to reach the broker.
+	Broker broker.Config
+	// Hooks are fault seams for tests; the zero value does nothing.
+	Hooks Hooks
+}
+
+// Hooks are fault seams: tests use them to fail or kill at a precise step. Nil does nothing.
+type Hooks struct {
+	// AfterVerzending runs after the verzending message was confirmed, before the database
+	// commit; an error rolls the transaction back.
+	AfterVerzending func(ctx context.Context, id int64) error
+	// AfterCommit runs after the database commit, before the ack.
+	AfterCommit func(ctx context.Context, id int64) error
+}
+
+// ErrConfig is wrapped by every Config validation error.
+var ErrConfig = errors.New("levering: invalid config")
+
+func (c *Config) setDefaults() {
+	if c.Queue == "" {
+		c.Queue = "/queue/brp.levering.admhndpublicatie"
+	}
+	if c.VerzendingQueue == "" {
+		c.VerzendingQueue = "/queue/brp.levering.verzending"
+	}
+	if c.DeadLetterQueue == "" {
+		c.DeadLetterQueue = "/queue/brp.levering.admhndpublicatie.dlq"
+	}
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.Prefetch == 0 {
+		c.Prefetch = 2 * c.Workers
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Workers < 0:
+		return fmt.Errorf("%w: Workers %d must be positive", ErrConfig, c.Workers)
+	case c.Prefetch < 0:
+		return fmt.Errorf("%w: Prefetch %d must be positive", ErrConfig, c.Prefetch)
+	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:
+		return fmt.Errorf("%w: Queue %q must differ from VerzendingQueue and DeadLetterQueue", ErrConfig, c.Queue)
+	}
+	return nil
+}
+
+// Consumer is one mutatielevering process's worth of workers.
+type Consumer struct {
+	cfg Config
+	db  *sqlx.DB
+	log *slog.Logger
+
+	delivered, duplicates, fout, parked atomic.Int64
+}
+
+// New validates cfg and returns a Consumer; call Run to start it.
+func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Consumer{cfg: cfg, db: db, log: log}, nil
+}
+
+// Counts is what a Consumer has done since it started.
+type Counts struct {
+	Delivered, Duplicates, Fout, Parked int64
+}
+
+// Counts returns the consumer's counters.
+func (c *Consumer) Counts() Counts {
+	return Counts{c.delivered.Load(), c.duplicates.Load(), c.fout.Load(), c.parked.Load()}
+}
+
+// Run consumes until ctx ends. A lost broker connection is logged and redialled; publications
+// not yet acknowledged go back to the queue. On return every publication this process held is
+// either acknowledged or handed back.
+func (c *Consumer) Run(ctx context.Context) error {
+	c.log.Info("consumer started", slog.String("queue", c.cfg.Queue), slog.Int("workers", c.cfg.Workers),
+		slog.Int("prefetch", c.cfg.Prefetch))
+	backoff := 100 * time.Millisecond
+	failing := false
+	for ctx.Err() == nil {
+		connected, err := c.session(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if connected {
+			backoff = 100 * time.Millisecond
+		}
+		if !failing || connected {
+			c.log.Warn("broker connection lost, reconnecting", slog.Any("error", err), slog.String("addr", c.cfg.Broker.Addr))
+		}
+		failing = true
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	c.log.Info("consumer stopped")
+	return nil
+}
+
+// session runs the workers over one pair of broker connections until either fails or ctx
+// ends. Sends go over a connection of their own: a receipt awaited on the subscribing
+// connection can deadlock behind prefetched messages (go-stomp reads frames in one loop).
+func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
+	recv, err := broker.Dial(ctx, c.cfg.Broker)
+	if err != nil {
+		return false, err
+	}
+	defer recv.Close()
+	send, err := broker.Dial(ctx, c.cfg.Broker)
+	if err != nil {
+		return false, err
+	}
+	defer send.Close()
+	// The subscription is not tied to ctx: on shutdown the workers finish what they hold and
+	// then the connection is closed, which hands back what was prefetched.
+	sub, err := recv.Subscribe(context.Background(), c.cfg.Queue, c.cfg.Prefetch)
+	if err != nil {
+		return false, err
+	}
+	c.log.Info("connected to broker", slog.String("addr", c.cfg.Broker.Addr), slog.String("server", recv.Server))
+
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.work(sctx, sub, send); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(sctx); err != nil && !errors.Is(err, context.Canceled) {
+		return true, err
+	}
+	return true, ctx.Err()
+}
+
+// work handles publications one at a time until the session ends.
+func (c *Consumer) work(ctx context.Context, sub *broker.Subscription, send *broker.Conn) error {
+	for {
+		var m *stomp.Message
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok = <-sub.C():
+		}
+		if !ok {
+			return errors.New("subscription closed")
+		}
+		if m.Err != nil {
+			return m.Err
+		}
+		if err := c.handle(ctx, m, send); err != nil {
+			return err
+		}
+		// The ack is not bound to ctx: a publication that was processed is acknowledged even
+		// during shutdown.
+		if err := sub.Ack(context.Background(), m); err != nil {
+			return err
+		}
+	}
+}
+
+// publication is the body of a message on the publication queue.
+type publication struct {
+	ID       *int64  `json:"id"`
+	Personen []int64 `json:"personen"`
+}
+
+// errBadInput marks a publication that can never be processed; it is set aside.
+var errBadInput = errors.New("bad publication")
+
+func parse(m *stomp.Message) (int64, error) {
+	var p publication
+	if err := json.Unmarshal(m.Body, &p); err != nil {
+		return 0, fmt.Errorf("%w: body is not a publication: %v", errBadInput, err)
+	}
+	if p.ID == nil {
+		return 0, fmt.Errorf("%w: body has no id", errBadInput)
+	}
+	if h := m.Header.Get("admhnd-id"); h != "" && h != strconv.FormatInt(*p.ID, 10) {
+		return 0, fmt.Errorf("%w: admhnd-id header %q differs from body id %d", errBadInput, h, *p.ID)
+	}
+	return *p.ID, nil
+}
+
+// handle processes one publication until it is done, retrying transient database failures in
+// place (the message stays held, unacknowledged). It returns an error only when the broker
+// connection is unusable or ctx ended before the work was done; the publication then goes
+// back to the queue.
+func (c *Consumer) handle(ctx context.Context, m *stomp.Message, send *broker.Conn) error {
+	msgID := m.Header.Get("message-id")
+	id, err := parse(m)
+	if err != nil {
+		return c.park(ctx, m, send, err.Error())
+	}
+	log := c.log.With(slog.Int64("admhnd_id", id))
+	backoff := 100 * time.Millisecond
+	failing := false
+	for {
+		res, err := c.deliver(ctx, id, send)
+		switch {
+		case err == nil:
+			if failing {
+				log.Info("database available again")
+			}
+			switch res {
+			case delivered:
+				c.delivered.Add(1)
+			case duplicate:
+				c.duplicates.Add(1)
+				log.Debug("already delivered; publication absorbed", slog.String("message_id", msgID))
+			case markedFout:
+				c.fout.Add(1)
+			case unknown:
+				return c.park(ctx, m, send, fmt.Sprintf("handeling %d does not exist", id))
+			}
+			return runHookID(ctx, c.cfg.Hooks.AfterCommit, id)
+		case errors.Is(err, errBroker), ctx.Err() != nil:
+			return err
+		}
+		if !failing {
+			log.Warn("database unavailable, retrying", slog.Any("error", err))
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// park sets a publication that can never be processed aside on the dead-letter queue, with
+// the reason, so that it is acknowledged instead of crash-looping.
+func (c *Consumer) park(ctx context.Context, m *stomp.Message, send *broker.Conn, reason string) error {
+	c.log.Error("publication set aside", slog.String("message_id", m.Header.Get("message-id")),
+		slog.String("reason", reason), slog.String("dead_letter_queue", c.cfg.DeadLetterQueue))
+	id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
+	err := send.Send(ctx, broker.Message{
+		Destination: c.cfg.DeadLetterQueue,
+		AdmhndID:    id,
+		Body:        m.Body,
+		Header: map[string]string{
+			"brp-reason":              reason,
+			"brp-original-message-id": m.Header.Get("message-id"),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBroker, err)
+	}
+	c.parked.Add(1)
+	return nil
+}
+
+func runHookID(ctx context.Context, h func(context.Context, int64) error, id int64) error {
+	if h == nil {
+		return nil
+	}
+	return h(ctx, id)
+}

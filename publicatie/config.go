@@ -1,0 +1,114 @@
+// Package publicatie is the publisher: every round it picks the oldest handelingen that may be
+// delivered without overtaking an older handeling of any of their persons, marks them
+// in_levering and puts them on the publication queue in one broker transaction before it
+// commits the database. Only the holder of the cluster's lease publishes.
+package publicatie
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/brp/levering/broker"
+)
+
+// FoutPolicy says whether a handeling in 'fout' holds back later handelingen of its persons.
+type FoutPolicy string
+
+const (
+	// Strict (the default) holds later handelingen of a fout handeling's persons back until an
+	// operator retries or releases it: per-person order is never broken silently.
+	Strict FoutPolicy = "strict"
+	// Skip lets later handelingen pass a fout one (what the BRP code does).
+	Skip FoutPolicy = "skip"
+)
+
+// Config configures a Publisher. Zero fields take the documented defaults.
+type Config struct {
+	// Delay is the pause after a round that found nothing more to do (seed: fixedDelay).
+	// Default 5s.
+	Delay time.Duration
+	// Limit is the most handelingen (not rows) read per round. Default 5000.
+	Limit int
+	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
+	MaxInLevering int
+	// Queue is the publication queue. Default /queue/brp.levering.admhndpublicatie.
+	Queue string
+	// Excluded lists soorten that are never published and never block anyone.
+	// Nil means the default {GBA_INITIELE_VULLING}; an empty non-nil slice excludes nothing.
+	Excluded []string
+	// FoutPolicy decides whether fout handelingen block their persons. Default Strict.
+	FoutPolicy FoutPolicy
+	// Cluster names the polling cluster whose lease this publisher competes for. Default "default".
+	Cluster string
+	// Wartezeit is how long the cluster's polling activity may be silent before a follower takes
+	// over. Default max(2*Delay, 10s); at least 10s.
+	Wartezeit time.Duration
+	// Standalone skips the lease: this process publishes whatever else runs. Only for a single
+	// instance; two standalone publishers can deliver out of order.
+	Standalone bool
+	// Instance names this process in the lease. Default host-pid-random.
+	Instance string
+	// Broker says how to reach the broker.
+	Broker broker.Config
+	// Hooks are fault seams for tests; the zero value does nothing.
+	Hooks Hooks
+}
+
+// ErrConfig is wrapped by every Config validation error.
+var ErrConfig = errors.New("publicatie: invalid config")
+
+// MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
+const MinWartezeit = 10 * time.Second
+
+// DefaultExcluded are the soorten excluded when Config.Excluded is nil.
+var DefaultExcluded = []string{"GBA_INITIELE_VULLING"}
+
+func (c *Config) setDefaults() {
+	if c.Delay == 0 {
+		c.Delay = 5 * time.Second
+	}
+	if c.Limit == 0 {
+		c.Limit = 5000
+	}
+	if c.MaxInLevering == 0 {
+		c.MaxInLevering = 1000
+	}
+	if c.Queue == "" {
+		c.Queue = "/queue/brp.levering.admhndpublicatie"
+	}
+	if c.Excluded == nil {
+		c.Excluded = DefaultExcluded
+	}
+	if c.FoutPolicy == "" {
+		c.FoutPolicy = Strict
+	}
+	if c.Cluster == "" {
+		c.Cluster = "default"
+	}
+	if c.Wartezeit == 0 {
+		c.Wartezeit = max(2*c.Delay, MinWartezeit)
+	}
+	if c.Instance == "" {
+		host, _ := os.Hostname()
+		c.Instance = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36)
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Delay < 0:
+		return fmt.Errorf("%w: Delay %v must be positive", ErrConfig, c.Delay)
+	case c.Limit < 0:
+		return fmt.Errorf("%w: Limit %d must be positive", ErrConfig, c.Limit)
+	case c.MaxInLevering < 0:
+		return fmt.Errorf("%w: MaxInLevering %d must be positive", ErrConfig, c.MaxInLevering)
+	case c.FoutPolicy != Strict && c.FoutPolicy != Skip:
+		return fmt.Errorf("%w: FoutPolicy %q must be %q or %q", ErrConfig, c.FoutPolicy, Strict, Skip)
+	case c.Wartezeit < MinWartezeit:
+		return fmt.Errorf("%w: Wartezeit %v must be at least %v", ErrConfig, c.Wartezeit, MinWartezeit)
+	}
+	return nil
+}

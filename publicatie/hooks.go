@@ -1,0 +1,22 @@
+package publicatie
+
+import "context"
+
+// Hooks are fault seams: tests use them to fail or kill at a precise step of a round. Every
+// field may be nil, and nil does nothing, which is what production runs.
+type Hooks struct {
+	// AfterMark runs after the kept handelingen were marked in_levering, before the broker send.
+	AfterMark func(ctx context.Context, ids []int64) error
+	// AfterBrokerCommit runs after the broker confirmed the round's messages, before the
+	// database commit. An error makes the round roll back the database.
+	AfterBrokerCommit func(ctx context.Context, ids []int64) error
+	// RoundCommitted runs after a round committed the database.
+	RoundCommitted func(ids []int64)
+}
+
+func runHook(ctx context.Context, h func(context.Context, []int64) error, ids []int64) error {
+	if h == nil {
+		return nil
+	}
+	return h(ctx, ids)
+}

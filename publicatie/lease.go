@@ -1,0 +1,120 @@
+package publicatie
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrLostLease means the round's fence found that another instance holds the lease now; the
+// round was rolled back.
+var ErrLostLease = errors.New("publicatie: lease lost")
+
+// lease is the cluster's publication right, kept in publicatie_lease and judged by the
+// database clock only. The epoch grows by one on every takeover; a round commits only if the
+// epoch it was started under is still the current one.
+type lease struct {
+	db        *sqlx.DB
+	cluster   string
+	holder    string
+	wartezeit time.Duration
+}
+
+// LeaseState is the cluster's lease as the database sees it.
+type LeaseState struct {
+	Cluster string `json:"cluster"`
+	Holder  string `json:"holder"`
+	Epoch   int64  `json:"epoch"`
+	// SinceActivity is the time since the cluster's last polling activity; negative infinity
+	// (no activity ever) is reported as -1.
+	SinceActivity float64 `json:"seconds_since_activity"`
+}
+
+func (l *lease) ensureRow(ctx context.Context) error {
+	_, err := l.db.ExecContext(ctx, `insert into publicatie_lease (cluster) values ($1) on conflict do nothing`, l.cluster)
+	if err != nil {
+		return fmt.Errorf("lease: create row: %w", err)
+	}
+	return nil
+}
+
+// acquire takes the lease if it is free or its holder has been silent for longer than
+// wartezeit. It returns the new epoch, or 0 if another instance holds the lease. The row lock
+// makes simultaneous attempts take turns, so two instances starting together cannot both win.
+func (l *lease) acquire(ctx context.Context) (int64, error) {
+	if err := l.ensureRow(ctx); err != nil {
+		return 0, err
+	}
+	tx, err := l.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("lease: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	// A frozen leader may hold the row inside its round; do not wait for it forever.
+	if _, err := tx.ExecContext(ctx, `set local lock_timeout = '2s'`); err != nil {
+		return 0, fmt.Errorf("lease: %w", err)
+	}
+	var epoch int64
+	err = tx.GetContext(ctx, &epoch, `
+		update publicatie_lease
+		set holder = $2, epoch = epoch + 1, heartbeat = now(), acquired = now()
+		where cluster = $1 and (holder = '' or heartbeat < now() - make_interval(secs => $3))
+		returning epoch`, l.cluster, l.holder, l.wartezeit.Seconds())
+	if isNoRows(err) || isLockTimeout(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lease: acquire: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("lease: commit acquire: %w", err)
+	}
+	return epoch, nil
+}
+
+// renew records polling activity; false means the lease is no longer ours.
+func (l *lease) renew(ctx context.Context, q sqlx.ExtContext, epoch int64) (bool, error) {
+	res, err := q.ExecContext(ctx, `
+		update publicatie_lease set heartbeat = now()
+		where cluster = $1 and holder = $2 and epoch = $3`, l.cluster, l.holder, epoch)
+	if err != nil {
+		return false, fmt.Errorf("lease: renew: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("lease: renew: %w", err)
+	}
+	return n == 1, nil
+}
+
+// release hands the lease over at once (clean shutdown): a follower need not wait wartezeit.
+func (l *lease) release(ctx context.Context, epoch int64) error {
+	_, err := l.db.ExecContext(ctx, `
+		update publicatie_lease set holder = '', heartbeat = '-infinity'
+		where cluster = $1 and holder = $2 and epoch = $3`, l.cluster, l.holder, epoch)
+	if err != nil {
+		return fmt.Errorf("lease: release: %w", err)
+	}
+	return nil
+}
+
+// state reads the cluster's lease.
+func (l *lease) state(ctx context.Context) (LeaseState, error) {
+	s := LeaseState{Cluster: l.cluster}
+	err := l.db.QueryRowxContext(ctx, `
+		select holder, epoch,
+		       case when heartbeat = '-infinity' then -1
+		            else extract(epoch from now() - heartbeat)::float8 end
+		from publicatie_lease where cluster = $1`, l.cluster).Scan(&s.Holder, &s.Epoch, &s.SinceActivity)
+	if isNoRows(err) {
+		s.SinceActivity = -1
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("lease: state: %w", err)
+	}
+	return s, nil
+}

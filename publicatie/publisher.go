@@ -1,0 +1,325 @@
+package publicatie
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/broker"
+)
+
+// StandaloneWarning is logged at start in standalone mode (after the IsyFact polling seed).
+const StandaloneWarning = `standalone mode: no polling cluster lease is used and this instance always publishes; ` +
+	`run exactly one publisher (Der Polling-Modus wurde auf "Standalone" gesetzt!)`
+
+// Publisher runs publication rounds while it holds its cluster's lease.
+type Publisher struct {
+	cfg   Config
+	db    *sqlx.DB
+	log   *slog.Logger
+	lease *lease
+	wake  chan struct{}
+
+	epoch     atomic.Int64 // current lease epoch; 0 while follower
+	conn      *broker.Conn
+	rounds    atomic.Int64
+	published atomic.Int64
+}
+
+// New validates cfg and returns a Publisher; call Run to start it.
+func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{
+		cfg:   cfg,
+		db:    db,
+		log:   log.With(slog.String("cluster", cfg.Cluster), slog.String("instance", cfg.Instance)),
+		lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
+		wake:  make(chan struct{}, 1),
+	}, nil
+}
+
+// Config returns the configuration with defaults filled in.
+func (p *Publisher) Config() Config { return p.cfg }
+
+// Wake makes an idle publisher start its next round now instead of after Delay.
+func (p *Publisher) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Leader reports whether this instance publishes now (always true in standalone mode).
+func (p *Publisher) Leader() bool { return p.cfg.Standalone || p.epoch.Load() > 0 }
+
+// RoundsCommitted counts the rounds that committed at least one handeling.
+func (p *Publisher) RoundsCommitted() int64 { return p.rounds.Load() }
+
+// Published counts the handelingen this instance published in committed rounds.
+func (p *Publisher) Published() int64 { return p.published.Load() }
+
+// Status is what an operator needs to know about this publisher and its cluster.
+type Status struct {
+	LeaseState
+	Instance   string `json:"instance"`
+	Leader     bool   `json:"leader"`
+	Standalone bool   `json:"standalone"`
+}
+
+// Status reads the cluster's lease and says whether this instance leads.
+func (p *Publisher) Status(ctx context.Context) (Status, error) {
+	ls, err := p.lease.state(ctx)
+	return Status{LeaseState: ls, Instance: p.cfg.Instance, Leader: p.Leader(), Standalone: p.cfg.Standalone}, err
+}
+
+// Run publishes until ctx ends, then hands the lease over and returns nil. Database and broker
+// outages are logged and waited out; they do not end Run.
+func (p *Publisher) Run(ctx context.Context) error {
+	if p.cfg.Standalone {
+		p.log.Warn(StandaloneWarning)
+	} else {
+		go p.keepLease(ctx)
+	}
+	defer p.shutdown()
+	p.log.Info("publisher started", slog.Duration("delay", p.cfg.Delay), slog.Int("limit", p.cfg.Limit),
+		slog.Int("max_in_levering", p.cfg.MaxInLevering), slog.Duration("wartezeit", p.cfg.Wartezeit),
+		slog.String("queue", p.cfg.Queue))
+	var failing error
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		more, err := p.step(ctx)
+		wait := p.cfg.Delay
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			if failing == nil {
+				p.log.Error("publication round failed, retrying", slog.Any("error", err))
+			}
+			failing = err
+			wait = min(backoff, p.cfg.Delay)
+			backoff = min(2*backoff, 10*time.Second)
+		default:
+			if failing != nil {
+				p.log.Info("publication rounds succeed again", slog.String("after_error", failing.Error()))
+				failing = nil
+			}
+			backoff = 100 * time.Millisecond
+			if more {
+				continue
+			}
+			if !p.Leader() {
+				wait = p.pollInterval()
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		case <-p.wake:
+		}
+	}
+	return nil
+}
+
+// pollInterval is how often a follower checks whether the lease is free.
+func (p *Publisher) pollInterval() time.Duration {
+	return min(p.cfg.Delay, p.cfg.Wartezeit/5)
+}
+
+// step takes the lease if it can and, as leader, runs one round. more says another round
+// should follow at once.
+func (p *Publisher) step(ctx context.Context) (more bool, err error) {
+	epoch := p.epoch.Load()
+	if !p.cfg.Standalone && epoch == 0 {
+		epoch, err = p.lease.acquire(ctx)
+		if err != nil || epoch == 0 {
+			return false, err
+		}
+		p.epoch.Store(epoch)
+		p.log.Info("became leader", slog.Int64("epoch", epoch))
+	}
+	more, err = p.round(ctx, epoch)
+	if errors.Is(err, ErrLostLease) {
+		p.epoch.CompareAndSwap(epoch, 0)
+		p.log.Warn("lost the lease during a round; the round was rolled back", slog.Int64("epoch", epoch))
+		return false, nil
+	}
+	return more, err
+}
+
+// keepLease records polling activity while this instance leads, so that a round blocked on
+// the broker does not look like a dead leader.
+func (p *Publisher) keepLease(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Wartezeit / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		epoch := p.epoch.Load()
+		if epoch == 0 {
+			continue
+		}
+		ok, err := p.lease.renew(ctx, p.db, epoch)
+		if err != nil {
+			p.log.Warn("could not record polling activity", slog.Any("error", err))
+			continue
+		}
+		if !ok && p.epoch.CompareAndSwap(epoch, 0) {
+			p.log.Warn("lease taken over by another instance; now follower", slog.Int64("epoch", epoch))
+		}
+	}
+}
+
+func (p *Publisher) shutdown() {
+	if p.conn != nil {
+		p.conn.Disconnect()
+		p.conn = nil
+	}
+	if epoch := p.epoch.Swap(0); epoch > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.lease.release(ctx, epoch); err != nil {
+			p.log.Warn("could not hand the lease over; a follower takes over after wartezeit", slog.Any("error", err))
+			return
+		}
+		p.log.Info("lease handed over", slog.Int64("epoch", epoch))
+	}
+}
+
+// publication is the body of a message on the publication queue (CONTRACT.md section 3).
+type publication struct {
+	ID       int64   `json:"id"`
+	Personen []int64 `json:"personen"`
+}
+
+// round is one publication round, in one database transaction: count what is in flight, read
+// the oldest candidates, keep those that overtake nobody, mark them in_levering, send them in
+// one broker transaction and, only if the lease is still ours, commit.
+func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err error) {
+	start := time.Now()
+	if epoch > 0 {
+		if ok, err := p.lease.renew(ctx, p.db, epoch); err != nil {
+			return false, fmt.Errorf("database: %w", err)
+		} else if !ok {
+			return false, ErrLostLease
+		}
+	}
+	tx, err := p.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("database: begin round: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	// A leader frozen inside a round must not hold its row locks forever: the database ends
+	// the session, and with it the round, after wartezeit.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`set local idle_in_transaction_session_timeout = %d`, p.cfg.Wartezeit.Milliseconds())); err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	inLevering, err := countInLevering(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	budget := p.cfg.MaxInLevering - inLevering
+	if budget <= 0 {
+		p.log.Debug("in levering at maximum; nothing published", slog.Int("in_levering", inLevering))
+		return false, nil
+	}
+	candidates, err := readCandidates(ctx, tx, p.cfg.Excluded, p.cfg.Limit)
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	if len(candidates) == 0 {
+		return false, nil
+	}
+	blocked, err := readBlocked(ctx, tx, p.cfg.FoutPolicy)
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	keep := Select(candidates, blocked, budget)
+	if len(keep) == 0 {
+		return false, nil
+	}
+	ids := make([]int64, len(keep))
+	for i, c := range keep {
+		ids[i] = c.ID
+	}
+	marked, err := markInLevering(ctx, tx, ids)
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	msgs := make([]broker.Message, 0, len(marked))
+	sent := make([]int64, 0, len(marked))
+	for _, c := range keep {
+		if !marked[c.ID] {
+			continue
+		}
+		body, err := json.Marshal(publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
+		if err != nil {
+			return false, fmt.Errorf("encode publication %d: %w", c.ID, err)
+		}
+		msgs = append(msgs, broker.Message{Destination: p.cfg.Queue, AdmhndID: c.ID, Body: body})
+		sent = append(sent, c.ID)
+	}
+	if err := runHook(ctx, p.cfg.Hooks.AfterMark, sent); err != nil {
+		return false, err
+	}
+	if len(msgs) > 0 {
+		if err := p.send(ctx, msgs); err != nil {
+			return false, err
+		}
+	}
+	if err := runHook(ctx, p.cfg.Hooks.AfterBrokerCommit, sent); err != nil {
+		return false, err
+	}
+	// The fence: commit only while the lease is still ours. The row lock taken here makes a
+	// takeover wait until this commit, so no two epochs ever commit rounds at the same time.
+	if epoch > 0 {
+		if ok, err := p.lease.renew(ctx, tx, epoch); err != nil {
+			return false, fmt.Errorf("database: %w", err)
+		} else if !ok {
+			return false, ErrLostLease
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("database: commit round: %w", err)
+	}
+	if len(sent) > 0 {
+		p.rounds.Add(1)
+		p.published.Add(int64(len(sent)))
+	}
+	if h := p.cfg.Hooks.RoundCommitted; h != nil {
+		h(sent)
+	}
+	p.log.Debug("round committed", slog.Int("published", len(sent)), slog.Int("candidates", len(candidates)),
+		slog.Int("in_levering", inLevering+len(sent)), slog.Duration("duration", time.Since(start)))
+	return len(candidates) == p.cfg.Limit && len(keep) < budget, nil
+}
+
+// send puts the round's messages on the queue in one broker transaction, dialling the broker
+// if needed. A failed send drops the connection; the next round dials again.
+func (p *Publisher) send(ctx context.Context, msgs []broker.Message) error {
+	if p.conn == nil {
+		c, err := broker.Dial(ctx, p.cfg.Broker)
+		if err != nil {
+			return err
+		}
+		p.conn = c
+	}
+	if err := p.conn.Send(ctx, msgs...); err != nil {
+		p.conn.Close()
+		p.conn = nil
+		return err
+	}
+	return nil
+}

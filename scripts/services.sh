@@ -1,0 +1,494 @@
+#!/usr/bin/env bash
+# Project-owned PostgreSQL and ActiveMQ (STOMP) for development, the demo and CI.
+#
+#   scripts/services.sh up              install what is missing, start both, wait until ready
+#   scripts/services.sh down            stop both
+#   scripts/services.sh status          print whether each runs (exit 0 only if both are ready)
+#   scripts/services.sh env             print export lines: eval "$(scripts/services.sh env)"
+#   scripts/services.sh restart-db      stop and start PostgreSQL only (data kept)
+#   scripts/services.sh restart-broker  stop and start ActiveMQ only (data kept)
+#
+# Every command is idempotent. State lives in ${BRP_RUN_DIR:-<repo>/.run}:
+#   pg/data  pg/socket  pg/log/postgres.log                  (owned by the postgres user)
+#   activemq/conf  activemq/data/{kahadb,activemq.log,console.log}  activemq/activemq.pid
+# Ports: BRP_DEV_PG_PORT (default 55432), BRP_DEV_STOMP_PORT (default 61613), both on 127.0.0.1.
+# BRP_ACTIVEMQ_HOME (default /usr/share/activemq, the Debian package) may point at another install.
+# The broker configuration is versioned in scripts/activemq/ and copied to the run dir on start.
+# Progress goes to stderr; only `env` and `status` write to stdout.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+REPO_DIR=$(dirname -- "$SCRIPT_DIR")
+RUN_DIR=${BRP_RUN_DIR:-$REPO_DIR/.run}
+case $RUN_DIR in
+  /*) ;;
+  *) RUN_DIR=$PWD/$RUN_DIR ;;
+esac
+PG_PORT=${BRP_DEV_PG_PORT:-55432}
+STOMP_PORT=${BRP_DEV_STOMP_PORT:-61613}
+PG_DB=brp
+PG_USER=postgres
+
+PG_BASE=$RUN_DIR/pg
+PG_DATA=$PG_BASE/data
+PG_SOCK=$PG_BASE/socket
+PG_LOGDIR=$PG_BASE/log
+PG_LOG=$PG_LOGDIR/postgres.log
+
+AMQ_HOME=${BRP_ACTIVEMQ_HOME:-/usr/share/activemq}
+AMQ_JAR=$AMQ_HOME/bin/activemq.jar
+AMQ_BASE=$RUN_DIR/activemq
+AMQ_CONF=$AMQ_BASE/conf
+AMQ_DATA=$AMQ_BASE/data
+AMQ_TMP=$AMQ_BASE/tmp
+AMQ_PIDFILE=$AMQ_BASE/activemq.pid
+AMQ_LOG=$AMQ_DATA/activemq.log
+AMQ_OUT=$AMQ_DATA/console.log
+
+PG_WAIT_SECONDS=30
+AMQ_WAIT_SECONDS=60
+AMQ_STOP_SECONDS=15
+
+log() { printf 'services: %s\n' "$*" >&2; }
+
+show_tail() { # file [lines]
+  if [[ -s $1 ]]; then
+    printf -- '----- last lines of %s -----\n' "$1" >&2
+    tail -n "${2:-30}" -- "$1" >&2 || true
+    printf -- '-----\n' >&2
+  fi
+}
+
+die() { log "ERROR: $*"; exit 1; }
+
+is_root() { [[ $(id -u) -eq 0 ]]; }
+
+database_url() { printf 'postgres://%s@127.0.0.1:%s/%s?sslmode=disable' "$PG_USER" "$PG_PORT" "$PG_DB"; }
+
+# True if something accepts TCP connections on 127.0.0.1:$1.
+port_open() {
+  # shellcheck disable=SC2016 # $1 expands in the inner bash
+  timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+}
+
+# Holds an exclusive lock (fd 9) so that concurrent up/down/restart calls do not race.
+# Long-lived children must be started with 9>&- or they would keep holding it.
+take_lock() {
+  mkdir -p -- "$RUN_DIR"
+  exec 9>>"$RUN_DIR/.services.lock"
+  flock -w 300 9 || die "another services.sh is still busy on $RUN_DIR (lock $RUN_DIR/.services.lock)"
+}
+
+# ---------------------------------------------------------------- installation
+
+pg_bindir() {
+  local d best=""
+  while IFS= read -r d; do
+    [[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]] && best=$d
+  done < <(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V)
+  [[ -n $best ]] && printf '%s\n' "$best"
+}
+
+ensure_installed() { # components: pg amq
+  local want pkgs=()
+  for want in "$@"; do
+    case $want in
+      pg) pg_bindir >/dev/null || pkgs+=(postgresql) ;;
+      amq)
+        [[ -f $AMQ_JAR ]] || pkgs+=(activemq)
+        command -v java >/dev/null 2>&1 || pkgs+=(default-jre-headless)
+        # Optional for the broker, but the STOMP `transformation: jms-map-json`
+        # header (needed to read statisticsBrokerPlugin replies) fails without them.
+        [[ -f /usr/share/java/xstream.jar ]] || pkgs+=(libxstream-java)
+        [[ -f /usr/share/java/jettison.jar ]] || pkgs+=(libjettison-java)
+        ;;
+    esac
+  done
+  ((${#pkgs[@]} == 0)) && return 0
+  if ! is_root; then
+    die "missing ${pkgs[*]}; install as root: apt-get install -y --no-install-recommends ${pkgs[*]}"
+  fi
+  command -v apt-get >/dev/null 2>&1 || die "missing ${pkgs[*]} and no apt-get to install them"
+  mkdir -p -- "$RUN_DIR"
+  local apt_log=$RUN_DIR/apt.log t0=$SECONDS
+  log "installing ${pkgs[*]} with apt-get (log: $apt_log)"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get update >"$apt_log" 2>&1; then
+    show_tail "$apt_log"
+    die "apt-get update failed"
+  fi
+  if ! apt-get install -y --no-install-recommends \
+      -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+      "${pkgs[@]}" >>"$apt_log" 2>&1; then
+    show_tail "$apt_log"
+    die "apt-get install ${pkgs[*]} failed"
+  fi
+  log "installed ${pkgs[*]} in $((SECONDS - t0)) s"
+  for want in "$@"; do
+    case $want in
+      pg) pg_bindir >/dev/null || die "postgresql installed but no initdb/pg_ctl under /usr/lib/postgresql/*/bin" ;;
+      amq)
+        [[ -f $AMQ_JAR ]] || die "activemq installed but $AMQ_JAR is missing"
+        command -v java >/dev/null 2>&1 || die "no java on PATH after installing a JRE"
+        ;;
+    esac
+  done
+}
+
+# ---------------------------------------------------------------- PostgreSQL
+
+PG_BIN=""
+
+pg_setup_bin() {
+  [[ -n $PG_BIN ]] && return 0
+  PG_BIN=$(pg_bindir) || die "PostgreSQL binaries not found under /usr/lib/postgresql/*/bin"
+}
+
+# Runs a command as the postgres OS user (initdb and postgres refuse root).
+# Without root, PostgreSQL simply runs as the calling user.
+as_pg() {
+  if is_root; then
+    runuser -u "$PG_USER" -- "$@"
+  else
+    "$@"
+  fi
+}
+
+pg_running() {
+  [[ -f $PG_DATA/PG_VERSION ]] || return 1
+  pg_setup_bin
+  as_pg "$PG_BIN/pg_ctl" status -D "$PG_DATA" >/dev/null 2>&1
+}
+
+pg_ready() {
+  pg_setup_bin
+  "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres >/dev/null 2>&1
+}
+
+# The postgres user must be able to reach $PG_BASE: every parent directory needs o+x.
+pg_fix_parents() {
+  is_root || return 0
+  id -u "$PG_USER" >/dev/null 2>&1 || die "OS user $PG_USER does not exist (is the postgresql package installed?)"
+  local d=$PG_BASE
+  while [[ $d != / ]]; do
+    d=$(dirname -- "$d")
+    if ! runuser -u "$PG_USER" -- test -x "$d" 2>/dev/null; then
+      log "chmod o+x $d (so that $PG_USER can reach $PG_BASE)"
+      chmod o+x -- "$d"
+    fi
+  done
+}
+
+pg_prepare() {
+  pg_setup_bin
+  mkdir -p -- "$PG_BASE" "$PG_DATA" "$PG_SOCK" "$PG_LOGDIR"
+  if is_root; then
+    chown "$PG_USER:$PG_USER" -- "$PG_BASE" "$PG_DATA" "$PG_SOCK" "$PG_LOGDIR"
+    pg_fix_parents
+  fi
+  chmod 700 -- "$PG_DATA"
+  if [[ ! -f $PG_DATA/PG_VERSION ]]; then
+    if [[ -n $(ls -A -- "$PG_DATA") ]]; then
+      die "$PG_DATA is not empty but holds no cluster (no PG_VERSION); remove it and retry"
+    fi
+    log "postgres: initdb $PG_DATA"
+    if ! as_pg "$PG_BIN/initdb" -D "$PG_DATA" --auth=trust -U "$PG_USER" -E UTF8 --locale=C \
+        >"$PG_LOGDIR/initdb.log" 2>&1; then
+      show_tail "$PG_LOGDIR/initdb.log"
+      die "initdb failed"
+    fi
+    printf '\n# Settings of scripts/services.sh (rewritten on every start).\ninclude_if_exists = %s\n' \
+      "'brp-dev.conf'" | as_pg tee -a "$PG_DATA/postgresql.conf" >/dev/null
+  fi
+  # Rewritten on every start so that a changed BRP_DEV_PG_PORT takes effect.
+  as_pg tee "$PG_DATA/brp-dev.conf" >/dev/null <<EOF
+# Written by scripts/services.sh; changes are overwritten.
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$PG_SOCK'
+max_connections = 200
+fsync = on
+EOF
+}
+
+pg_wait_ready() {
+  local deadline=$((SECONDS + PG_WAIT_SECONDS))
+  until pg_ready; do
+    if ((SECONDS >= deadline)); then
+      show_tail "$PG_LOG"
+      die "postgres does not answer on 127.0.0.1:$PG_PORT after ${PG_WAIT_SECONDS} s"
+    fi
+    if ! pg_running; then
+      show_tail "$PG_LOG"
+      die "postgres is not running (see $PG_LOG)"
+    fi
+    sleep 0.2
+  done
+}
+
+pg_ensure_db() {
+  local exists
+  exists=$("$PG_BIN/psql" -X -q -At -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres \
+    -c "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'") || die "psql could not query postgres on port $PG_PORT"
+  if [[ $exists != 1 ]]; then
+    log "postgres: createdb $PG_DB"
+    "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -O "$PG_USER" "$PG_DB" \
+      || die "createdb $PG_DB failed"
+  fi
+}
+
+pg_start() {
+  pg_setup_bin
+  if pg_running; then
+    log "postgres: already running on 127.0.0.1:$PG_PORT"
+  else
+    if port_open "$PG_PORT"; then
+      die "port 127.0.0.1:$PG_PORT is taken by another process; stop it or set BRP_DEV_PG_PORT"
+    fi
+    pg_prepare
+    log "postgres: starting on 127.0.0.1:$PG_PORT (log: $PG_LOG)"
+    if ! as_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t "$PG_WAIT_SECONDS" -s \
+        </dev/null >/dev/null 2>&1 9>&-; then
+      show_tail "$PG_LOG"
+      die "postgres did not start"
+    fi
+  fi
+  pg_wait_ready
+  pg_ensure_db
+  log "postgres: ready, $(database_url)"
+}
+
+pg_stop() {
+  if ! pg_running; then
+    log "postgres: not running"
+    return 0
+  fi
+  log "postgres: stopping"
+  if ! as_pg "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 -s >/dev/null 2>&1; then
+    log "postgres: fast shutdown timed out, using immediate"
+    as_pg "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m immediate -w -t 30 -s >/dev/null 2>&1 || {
+      show_tail "$PG_LOG"
+      die "postgres did not stop"
+    }
+  fi
+  log "postgres: stopped"
+}
+
+# ---------------------------------------------------------------- ActiveMQ
+
+# True if $1 is a live process of this run dir's broker.
+amq_is_ours() {
+  [[ $1 =~ ^[0-9]+$ ]] || return 1
+  local cmdline
+  cmdline=$(tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline") || return 1
+  grep -qxF -- "-Dactivemq.base=$AMQ_BASE" <<<"$cmdline"
+}
+
+# Prints the broker's pid if it runs: from the pid file, else by looking for
+# a java process started on this base directory (a lost or stale pid file).
+amq_pid() {
+  local pid f
+  if [[ -f $AMQ_PIDFILE ]]; then
+    pid=$(<"$AMQ_PIDFILE")
+    if amq_is_ours "$pid"; then
+      printf '%s\n' "$pid"
+      return 0
+    fi
+  fi
+  for f in /proc/[0-9]*; do
+    pid=${f#/proc/}
+    if [[ $pid != "$$" ]] && amq_is_ours "$pid"; then
+      printf '%s\n' "$pid"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# True if 127.0.0.1:$STOMP_PORT answers a STOMP CONNECT with CONNECTED.
+stomp_ping() {
+  # shellcheck disable=SC2016 # $1 and $line expand in the inner bash
+  timeout 5 bash -c '
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf "CONNECT\naccept-version:1.2\nhost:localhost\n\n\0" >&3
+    IFS= read -r -t 4 line <&3 || exit 1
+    [[ $line == CONNECTED* ]] || exit 1
+    printf "DISCONNECT\n\n\0" >&3
+  ' _ "$STOMP_PORT" 2>/dev/null
+}
+
+amq_wait_ready() { # pid
+  local pid=$1 deadline=$((SECONDS + AMQ_WAIT_SECONDS))
+  until stomp_ping; do
+    if ! amq_is_ours "$pid"; then
+      show_tail "$AMQ_OUT"
+      show_tail "$AMQ_LOG"
+      die "activemq exited during startup (logs: $AMQ_OUT, $AMQ_LOG)"
+    fi
+    if ((SECONDS >= deadline)); then
+      show_tail "$AMQ_OUT"
+      show_tail "$AMQ_LOG"
+      die "activemq does not answer STOMP on 127.0.0.1:$STOMP_PORT after ${AMQ_WAIT_SECONDS} s"
+    fi
+    sleep 0.2
+  done
+}
+
+amq_start() {
+  local pid java
+  if pid=$(amq_pid); then
+    log "activemq: already running (pid $pid)"
+    printf '%s\n' "$pid" >"$AMQ_PIDFILE"
+    amq_wait_ready "$pid"
+    log "activemq: ready, stomp 127.0.0.1:$STOMP_PORT"
+    return 0
+  fi
+  if port_open "$STOMP_PORT"; then
+    die "port 127.0.0.1:$STOMP_PORT is taken by another process; stop it or set BRP_DEV_STOMP_PORT"
+  fi
+  java=$(command -v java) || die "java not found"
+  mkdir -p -- "$AMQ_CONF" "$AMQ_DATA" "$AMQ_TMP" "$AMQ_BASE/lib"
+  # The configuration is versioned in scripts/activemq/ and copied on every start.
+  cp -- "$SCRIPT_DIR/activemq/activemq.xml" "$SCRIPT_DIR/activemq/log4j.properties" "$AMQ_CONF/"
+  # $AMQ_BASE/lib is on the broker's extension classpath: add XStream and Jettison
+  # (the Debian package leaves them out) for STOMP's jms-map-json/jms-map-xml.
+  local jar
+  for jar in xstream jettison; do
+    if [[ -f /usr/share/java/$jar.jar ]]; then
+      ln -sfn -- "/usr/share/java/$jar.jar" "$AMQ_BASE/lib/$jar.jar"
+    fi
+  done
+  local -a opts=(
+    -Xms64m -Xmx512m
+    -Djava.awt.headless=true
+    -Djava.io.tmpdir="$AMQ_TMP"
+    -Dactivemq.home="$AMQ_HOME"
+    -Dactivemq.base="$AMQ_BASE"
+    -Dactivemq.conf="$AMQ_CONF"
+    -Dactivemq.data="$AMQ_DATA"
+    -Dactivemq.classpath="$AMQ_CONF"
+    -Dlog4j.configuration="file:$AMQ_CONF/log4j.properties"
+    -Dbrp.stomp.port="$STOMP_PORT"
+    --add-opens=java.base/java.lang=ALL-UNNAMED
+    --add-opens=java.base/java.util=ALL-UNNAMED
+    --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+    --add-opens=java.base/java.io=ALL-UNNAMED
+    --add-opens=java.base/java.net=ALL-UNNAMED
+    --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+    --add-opens=java.naming/javax.naming=ALL-UNNAMED
+    --add-opens=java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED
+  )
+  log "activemq: starting, stomp 127.0.0.1:$STOMP_PORT (log: $AMQ_LOG)"
+  printf '\n===== %s services.sh start =====\n' "$(date -Is)" >>"$AMQ_OUT"
+  # setsid: own session, so that the caller's Ctrl-C or process group kill does not reach it.
+  (cd -- "$AMQ_BASE" && exec setsid "$java" "${opts[@]}" -jar "$AMQ_JAR" start \
+    "xbean:file:$AMQ_CONF/activemq.xml") </dev/null >>"$AMQ_OUT" 2>&1 9>&- &
+  pid=$!
+  printf '%s\n' "$pid" >"$AMQ_PIDFILE"
+  amq_wait_ready "$pid"
+  log "activemq: ready (pid $pid), stomp 127.0.0.1:$STOMP_PORT"
+}
+
+amq_stop() {
+  local pid deadline
+  if ! pid=$(amq_pid); then
+    log "activemq: not running"
+    rm -f -- "$AMQ_PIDFILE"
+    return 0
+  fi
+  log "activemq: stopping (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  deadline=$((SECONDS + AMQ_STOP_SECONDS))
+  while amq_is_ours "$pid" && ((SECONDS < deadline)); do
+    sleep 0.2
+  done
+  if amq_is_ours "$pid"; then
+    log "activemq: still running after ${AMQ_STOP_SECONDS} s, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + 10))
+    while amq_is_ours "$pid" && ((SECONDS < deadline)); do
+      sleep 0.2
+    done
+    amq_is_ours "$pid" && die "activemq (pid $pid) does not die"
+  fi
+  rm -f -- "$AMQ_PIDFILE"
+  log "activemq: stopped"
+}
+
+# ---------------------------------------------------------------- commands
+
+cmd_status() {
+  local rc=0 pid
+  if pg_bindir >/dev/null && pg_running; then
+    if pg_ready; then
+      printf 'postgres: running, ready on 127.0.0.1:%s (data %s)\n' "$PG_PORT" "$PG_DATA"
+    else
+      printf 'postgres: running but not answering on 127.0.0.1:%s\n' "$PG_PORT"
+      rc=3
+    fi
+  else
+    printf 'postgres: stopped\n'
+    rc=3
+  fi
+  if pid=$(amq_pid); then
+    if stomp_ping; then
+      printf 'activemq: running (pid %s), ready, stomp 127.0.0.1:%s (data %s)\n' "$pid" "$STOMP_PORT" "$AMQ_DATA"
+    else
+      printf 'activemq: running (pid %s) but not answering STOMP on 127.0.0.1:%s\n' "$pid" "$STOMP_PORT"
+      rc=3
+    fi
+  else
+    printf 'activemq: stopped\n'
+    rc=3
+  fi
+  return "$rc"
+}
+
+cmd_env() {
+  printf "export BRP_DATABASE_URL='%s'\n" "$(database_url)"
+  printf "export BRP_STOMP_ADDR='127.0.0.1:%s'\n" "$STOMP_PORT"
+}
+
+usage() {
+  sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+}
+
+main() {
+  local cmd=${1:-}
+  local t0=$SECONDS
+  case $cmd in
+    up)
+      take_lock
+      ensure_installed pg amq
+      pg_start
+      amq_start
+      log "up in $((SECONDS - t0)) s; eval \"\$($0 env)\" to use them"
+      ;;
+    down)
+      take_lock
+      amq_stop
+      if pg_bindir >/dev/null; then pg_stop; else log "postgres: not installed"; fi
+      ;;
+    restart-db)
+      take_lock
+      ensure_installed pg
+      pg_stop
+      pg_start
+      ;;
+    restart-broker)
+      take_lock
+      ensure_installed amq
+      amq_stop
+      amq_start
+      ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    -h | --help | help) usage ;;
+    *)
+      usage
+      exit 2
+      ;;
+  esac
+}
+
+main "$@"
