@@ -137,9 +137,9 @@ func Read(ctx context.Context, db *sqlx.DB) (map[int64]Handeling, error) {
 
 // OrderReport is the result of CheckOrder.
 type OrderReport struct {
-	Messages   int     // messages read from the verzending queue
-	Distinct   int     // distinct handelingen among them
-	Duplicates int     // messages for a handeling seen before
+	Messages   int      // messages read from the verzending queue
+	Distinct   int      // distinct handelingen among them
+	Duplicates int      // messages for a handeling seen before
 	Violations []string // per-person order violations, at most 20
 }
 

@@ -26,17 +26,17 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:55432/brp?sslmode=disa
 
 // Common holds the settings of both commands.
 type Common struct {
-	DatabaseURL    string       `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
-	StompAddr      HostPort     `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
-	StompLogin     string       `envconfig:"BRP_STOMP_LOGIN"`
-	StompPasscode  string       `envconfig:"BRP_STOMP_PASSCODE"`
-	StompHost      string       `envconfig:"BRP_STOMP_HOST"`
-	StompTLS       Bool         `envconfig:"BRP_STOMP_TLS" default:"false"`
-	StompTLSCA     string       `envconfig:"BRP_STOMP_TLS_CA"`
-	StompHeartbeat Duration     `envconfig:"BRP_STOMP_HEARTBEAT" default:"0s"`
-	StompTimeout   Duration     `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
-	LogFormat      LogFormat    `envconfig:"BRP_LOG_FORMAT" default:"auto"`
-	LogLevel       LogLevel     `envconfig:"BRP_LOG_LEVEL" default:"info"`
+	DatabaseURL    string    `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
+	StompAddr      HostPort  `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
+	StompLogin     string    `envconfig:"BRP_STOMP_LOGIN"`
+	StompPasscode  string    `envconfig:"BRP_STOMP_PASSCODE"`
+	StompHost      string    `envconfig:"BRP_STOMP_HOST"`
+	StompTLS       Bool      `envconfig:"BRP_STOMP_TLS" default:"false"`
+	StompTLSCA     string    `envconfig:"BRP_STOMP_TLS_CA"`
+	StompHeartbeat Duration  `envconfig:"BRP_STOMP_HEARTBEAT" default:"0s"`
+	StompTimeout   Duration  `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
+	LogFormat      LogFormat `envconfig:"BRP_LOG_FORMAT" default:"auto"`
+	LogLevel       LogLevel  `envconfig:"BRP_LOG_LEVEL" default:"info"`
 }
 
 // ErrConfig marks a bad environment value: the commands exit 2 on it.

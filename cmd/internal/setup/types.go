@@ -175,4 +175,3 @@ func (l *LogLevel) Decode(v string) error {
 	*l = LogLevel(lv)
 	return nil
 }
-
