@@ -8,9 +8,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -252,3 +255,87 @@ func Status(t testing.TB, db *sqlx.DB, id int64) string {
 
 // Sprint formats a map deterministically enough for failure messages.
 func Sprint(m map[string]int) string { return fmt.Sprint(m) }
+
+// Publish puts raw publication messages on queue as the publisher would (admhnd-id 0 omits
+// nothing: the header is always set, so bad bodies can be tested with a plausible header).
+func Publish(t testing.TB, queue string, msgs ...broker.Message) {
+	t.Helper()
+	conn, err := broker.Dial(context.Background(), Broker())
+	if err != nil {
+		t.Fatalf("brptest: broker at %s is not reachable (start it with scripts/services.sh up): %v", Broker().Addr, err)
+	}
+	defer conn.Disconnect()
+	for i := range msgs {
+		msgs[i].Destination = queue
+	}
+	if err := conn.Send(context.Background(), msgs...); err != nil {
+		t.Fatalf("brptest: publish: %v", err)
+	}
+}
+
+var builds sync.Map // package path -> *buildResult
+
+type buildResult struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build compiles one of the project's commands (for example "cmd/publicatie") once per test
+// process and returns the binary's path.
+func Build(t testing.TB, pkg string, tags ...string) string {
+	t.Helper()
+	key := pkg + " " + strings.Join(tags, ",")
+	v, _ := builds.LoadOrStore(key, &buildResult{})
+	b := v.(*buildResult)
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "brpbin")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, filepath.Base(pkg))
+		args := []string{"build", "-o", b.path}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		out, err := exec.Command("go", append(args, "github.com/brp/levering/"+pkg)...).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// RunBad runs bin with one environment variable set to a value, expecting a start-up refusal,
+// and returns the exit code and standard error. Other BRP_ variables are cleared so that only
+// the variable under test can be wrong.
+func RunBad(t testing.TB, bin, name, value string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BRP_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "BRP_HTTP_ADDR=off", "BRP_DATABASE_URL="+DatabaseURL(), name+"="+value)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s with %s=%q did not stop at start", bin, name, value)
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stderr.String()
+}

@@ -21,22 +21,22 @@ import (
 	"github.com/brp/levering/broker"
 )
 
-// DefaultDatabaseURL is the project's local dev database (scripts/services.sh up).
+// DefaultDatabaseURL is the project's local dev database (scripts/services.sh up); keep it equal to the default tag below.
 const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"
 
 // Common holds the settings of both commands.
 type Common struct {
-	DatabaseURL    string    `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
-	StompAddr      HostPort  `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
-	StompLogin     string    `envconfig:"BRP_STOMP_LOGIN"`
-	StompPasscode  string    `envconfig:"BRP_STOMP_PASSCODE"`
-	StompHost      string    `envconfig:"BRP_STOMP_HOST"`
-	StompTLS       Bool      `envconfig:"BRP_STOMP_TLS" default:"false"`
-	StompTLSCA     string    `envconfig:"BRP_STOMP_TLS_CA"`
-	StompHeartbeat Duration  `envconfig:"BRP_STOMP_HEARTBEAT" default:"0s"`
-	StompTimeout   Duration  `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
-	LogFormat      LogFormat `envconfig:"BRP_LOG_FORMAT" default:"auto"`
-	LogLevel       LogLevel  `envconfig:"BRP_LOG_LEVEL" default:"info"`
+	DatabaseURL    DatabaseURL `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
+	StompAddr      HostPort    `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
+	StompLogin     string      `envconfig:"BRP_STOMP_LOGIN"`
+	StompPasscode  string      `envconfig:"BRP_STOMP_PASSCODE"`
+	StompHost      string      `envconfig:"BRP_STOMP_HOST"`
+	StompTLS       Bool        `envconfig:"BRP_STOMP_TLS" default:"false"`
+	StompTLSCA     string      `envconfig:"BRP_STOMP_TLS_CA"`
+	StompHeartbeat Duration    `envconfig:"BRP_STOMP_HEARTBEAT" default:"0s"`
+	StompTimeout   Duration    `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
+	LogFormat      LogFormat   `envconfig:"BRP_LOG_FORMAT" default:"auto"`
+	LogLevel       LogLevel    `envconfig:"BRP_LOG_LEVEL" default:"info"`
 }
 
 // ErrConfig marks a bad environment value: the commands exit 2 on it.
@@ -71,7 +71,7 @@ func (c Common) Broker() (broker.Config, error) {
 		if c.StompTLSCA != "" {
 			pem, err := os.ReadFile(c.StompTLSCA)
 			if err != nil {
-				return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CA=%q: %v", ErrConfig, c.StompTLSCA, err)
+				return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CA=%q: expected a readable PEM file with CA certificates: %v", ErrConfig, c.StompTLSCA, err)
 			}
 			tc.RootCAs = x509.NewCertPool()
 			if !tc.RootCAs.AppendCertsFromPEM(pem) {
@@ -102,8 +102,8 @@ func (c Common) Logger(w io.Writer) *slog.Logger {
 }
 
 // OpenDB opens the database and waits, logging, until it answers or ctx ends.
-func OpenDB(ctx context.Context, url string, log *slog.Logger) (*sqlx.DB, error) {
-	db, err := sqlx.Open("postgres", url)
+func OpenDB(ctx context.Context, url DatabaseURL, log *slog.Logger) (*sqlx.DB, error) {
+	db, err := sqlx.Open("postgres", string(url))
 	if err != nil {
 		return nil, fmt.Errorf("%w: BRP_DATABASE_URL: %v", ErrConfig, err)
 	}

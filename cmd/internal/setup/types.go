@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // Each type below is an envconfig.Decoder whose error says what is expected; Load adds the
@@ -173,5 +175,22 @@ func (l *LogLevel) Decode(v string) error {
 		return fmt.Errorf("expected debug, info, warn or error")
 	}
 	*l = LogLevel(lv)
+	return nil
+}
+
+// DatabaseURL is a PostgreSQL URL (postgres://...) or key=value connection string.
+type DatabaseURL string
+
+// Decode implements envconfig.Decoder.
+func (d *DatabaseURL) Decode(v string) error {
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://") {
+		if _, err := pq.ParseURL(v); err != nil {
+			return fmt.Errorf("expected a PostgreSQL URL such as postgres://user@host:5432/db?sslmode=verify-full")
+		}
+	} else if !strings.Contains(v, "=") {
+		return fmt.Errorf("expected a PostgreSQL URL such as postgres://user@host:5432/db?sslmode=verify-full")
+	}
+	*d = DatabaseURL(v)
 	return nil
 }

@@ -1,0 +1,167 @@
+package levering_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/levering"
+)
+
+type env struct {
+	db         *sqlx.DB
+	q          brptest.Queues
+	c          *levering.Consumer
+	verzending *brptest.Reader
+	dlq        *brptest.Reader
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	db, _ := brptest.DB(t)
+	q := brptest.NewQueues(t)
+	c, err := levering.New(db, levering.Config{
+		Queue: q.Publicatie, VerzendingQueue: q.Verzending, DeadLetterQueue: q.DLQ,
+		Workers: 2, Broker: brptest.Broker(),
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &env{db: db, q: q, c: c, verzending: brptest.Read(t, q.Verzending), dlq: brptest.Read(t, q.DLQ)}
+}
+
+func publication(id int64, personen ...int64) broker.Message {
+	body, _ := json.Marshal(map[string]any{"id": id, "personen": personen})
+	return broker.Message{AdmhndID: id, Body: body}
+}
+
+func insert(t *testing.T, db *sqlx.DB, status string, hs ...load.Handeling) {
+	t.Helper()
+	for i := range hs {
+		hs[i].Soort = "GEBOORTE"
+		hs[i].Tsreg = time.Date(2026, 1, 1, 0, 0, int(hs[i].ID), 0, time.UTC)
+	}
+	if err := load.Insert(context.Background(), db, hs); err != nil {
+		t.Fatal(err)
+	}
+	if status != "" {
+		if _, err := db.Exec(`update admhnd set statuslev = $1, tslev = case when $1 = 'geleverd' then now() end`, status); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitCounts waits until the consumer has handled what the test sent, then a little longer so
+// that an extra (wrong) verzending message would have arrived.
+func (e *env) waitCounts(t *testing.T, want levering.Counts) {
+	t.Helper()
+	brptest.Eventually(t, 15*time.Second, func() error {
+		if got := e.c.Counts(); got != want {
+			return fmt.Errorf("counts %+v, want %+v", got, want)
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond)
+}
+
+func TestDuplicatePublicationDeliversOnce(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 7, Personen: []int64{70, 71}})
+	brptest.Publish(t, e.q.Publicatie, publication(7, 70, 71), publication(7, 70, 71))
+	e.waitCounts(t, levering.Counts{Delivered: 1, Duplicates: 1})
+	msgs := e.verzending.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d verzending messages, want 1", len(msgs))
+	}
+	m := msgs[0]
+	if m.Header["admhnd-id"] != "7" || m.Header["persistent"] != "true" || m.Header["content-type"] != "application/json" {
+		t.Fatalf("verzending headers %v", m.Header)
+	}
+	var v levering.Verzending
+	if err := json.Unmarshal(m.Body, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.ID != 7 || v.Soort != "GEBOORTE" || v.Tsreg.IsZero() || v.Tslev.IsZero() || !slices.Equal(v.Personen, []int64{70, 71}) {
+		t.Fatalf("verzending body %s", m.Body)
+	}
+	var raw map[string]any
+	_ = json.Unmarshal(m.Body, &raw)
+	for _, k := range []string{"tsreg", "tslev"} {
+		if _, err := time.Parse(time.RFC3339, raw[k].(string)); err != nil {
+			t.Fatalf("%s %v is not RFC 3339: %v", k, raw[k], err)
+		}
+	}
+	if s := brptest.Status(t, e.db, 7); s != "geleverd" {
+		t.Fatalf("status %q, want geleverd", s)
+	}
+}
+
+func TestAlreadyDeliveredProducesNothing(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "geleverd", load.Handeling{ID: 8, Personen: []int64{80}})
+	brptest.Publish(t, e.q.Publicatie, publication(8, 80))
+	e.waitCounts(t, levering.Counts{Duplicates: 1})
+	if n := len(e.verzending.Messages()); n != 0 {
+		t.Fatalf("%d verzending messages for a delivered handeling, want 0", n)
+	}
+}
+
+func TestHandelingWithoutPersonenEndsInFout(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 9})
+	brptest.Publish(t, e.q.Publicatie, publication(9))
+	e.waitCounts(t, levering.Counts{Fout: 1})
+	var reason string
+	if err := e.db.Get(&reason, `select coalesce(foutreden, '') from admhnd where id = 9 and statuslev = 'fout'`); err != nil || reason == "" {
+		t.Fatalf("handeling 9 not fout with a reason: %q %v", reason, err)
+	}
+	if n := len(e.verzending.Messages()); n != 0 {
+		t.Fatalf("%d verzending messages for a fout handeling, want 0", n)
+	}
+}
+
+func TestBadInputIsSetAside(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 10, Personen: []int64{100}})
+	brptest.Publish(t, e.q.Publicatie,
+		broker.Message{AdmhndID: 1, Body: []byte("not json")},
+		broker.Message{AdmhndID: 2, Body: []byte(`{"id": "two", "personen": []}`)},
+		broker.Message{AdmhndID: 3, Body: []byte(`{"personen": [1]}`)},
+		publication(999, 1), // unknown id
+		publication(10, 100),
+	)
+	e.waitCounts(t, levering.Counts{Delivered: 1, Parked: 4})
+	dead := e.dlq.Messages()
+	if len(dead) != 4 {
+		t.Fatalf("%d messages set aside, want 4", len(dead))
+	}
+	for _, m := range dead {
+		if m.Header["brp-reason"] == "" || m.Header["brp-original-message-id"] == "" {
+			t.Fatalf("set-aside message without reason or original id: %v", m.Header)
+		}
+	}
+	if string(dead[0].Body) != "not json" {
+		t.Fatalf("set-aside body %q, want the original", dead[0].Body)
+	}
+	if ids := e.verzending.IDs(); !slices.Equal(ids, []int64{10}) {
+		t.Fatalf("verzending %v, want [10]", ids)
+	}
+}

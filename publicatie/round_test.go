@@ -1,0 +1,226 @@
+package publicatie
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+)
+
+// roundEnv is a standalone publisher over a database and queue of the test's own.
+type roundEnv struct {
+	t    *testing.T
+	db   *sqlx.DB
+	pub  *Publisher
+	last []int64
+	read *brptest.Reader
+}
+
+func newRoundEnv(t *testing.T, cfg Config) *roundEnv {
+	t.Helper()
+	db, _ := brptest.DB(t)
+	q := brptest.NewQueues(t)
+	e := &roundEnv{t: t, db: db, read: brptest.Read(t, q.Publicatie)}
+	cfg.Standalone = true
+	cfg.Queue = q.Publicatie
+	cfg.Broker = brptest.Broker()
+	cfg.Hooks.RoundCommitted = func(ids []int64) { e.last = ids }
+	pub, err := New(db, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.shutdown)
+	e.pub = pub
+	return e
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (e *roundEnv) insert(hs ...load.Handeling) {
+	e.t.Helper()
+	for i := range hs {
+		if hs[i].Soort == "" {
+			hs[i].Soort = "VERHUIZING"
+		}
+	}
+	if err := load.Insert(context.Background(), e.db, hs); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// round runs one round and returns the ids it published, in publication order.
+func (e *roundEnv) round() []int64 {
+	e.t.Helper()
+	e.last = nil
+	if _, err := e.pub.round(context.Background(), 0); err != nil {
+		e.t.Fatalf("round: %v", err)
+	}
+	return e.last
+}
+
+func (e *roundEnv) setStatus(status string, ids ...int64) {
+	e.t.Helper()
+	for _, id := range ids {
+		if _, err := e.db.Exec(`update admhnd set statuslev = $2, tslev = case when $2 = 'geleverd' then now() end where id = $1`, id, status); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func h(id int64, ms int, personen ...int64) load.Handeling {
+	return load.Handeling{ID: id, Tsreg: t0.Add(time.Duration(ms) * time.Millisecond), Personen: personen}
+}
+
+func wantIDs(t *testing.T, what string, got []int64, want ...int64) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: published %v, want %v", what, got, want)
+	}
+}
+
+func TestRoundOldestFirstTiesByID(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 30, 1), h(2, 10, 2), h(3, 20, 3), h(4, 10, 4), h(5, 5, 5))
+	wantIDs(t, "round", e.round(), 5, 2, 4, 3, 1)
+	// The queue carries them in the same order, with the contract's headers and body.
+	brptest.Eventually(t, 10*time.Second, func() error {
+		if len(e.read.Messages()) < 5 {
+			return fmt.Errorf("read %d of 5", len(e.read.Messages()))
+		}
+		return nil
+	})
+	msgs := e.read.Messages()
+	wantIDs(t, "queue", e.read.IDs(), 5, 2, 4, 3, 1)
+	m := msgs[0]
+	if m.Header["persistent"] != "true" || m.Header["content-type"] != "application/json" || m.Header["admhnd-id"] != "5" {
+		t.Fatalf("headers %v", m.Header)
+	}
+	var body struct {
+		ID       int64   `json:"id"`
+		Personen []int64 `json:"personen"`
+	}
+	if err := json.Unmarshal(m.Body, &body); err != nil || body.ID != 5 || !slices.Equal(body.Personen, []int64{5}) {
+		t.Fatalf("body %s (%v)", m.Body, err)
+	}
+	for _, id := range []int64{1, 2, 3, 4, 5} {
+		if s := brptest.Status(t, e.db, id); s != "in_levering" {
+			t.Fatalf("handeling %d is %q, want in_levering", id, s)
+		}
+	}
+}
+
+func TestRoundLimitCountsHandelingenNotRows(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{Limit: 2})
+	e.insert(h(1, 1, 10, 11, 12), h(2, 2, 20, 21, 22), h(3, 3, 30))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	brptest.Eventually(t, 10*time.Second, func() error {
+		if len(e.read.Messages()) < 2 {
+			return fmt.Errorf("read %d of 2", len(e.read.Messages()))
+		}
+		return nil
+	})
+	var body struct{ Personen []int64 }
+	_ = json.Unmarshal(e.read.Messages()[1].Body, &body)
+	if !slices.Equal(body.Personen, []int64{20, 21, 22}) {
+		t.Fatalf("handeling 2 published with personen %v, want all three", body.Personen)
+	}
+	wantIDs(t, "second round", e.round(), 3)
+}
+
+func TestRoundSamePersonWaitsInBatch(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 30), h(4, 4, 10))
+	wantIDs(t, "first round", e.round(), 1, 3)
+	wantIDs(t, "while 1 is in levering", e.round())
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "after 1 delivered", e.round(), 2)
+	e.setStatus("geleverd", 2)
+	wantIDs(t, "after 2 delivered", e.round(), 4)
+}
+
+func TestRoundMultiPersonChain(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	// h1{p,q}, h2{q,r}, h3{r}: only h1 goes first.
+	e.insert(h(1, 1, 1, 2), h(2, 2, 2, 3), h(3, 3, 3))
+	wantIDs(t, "first round", e.round(), 1)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "second round", e.round(), 2)
+	e.setStatus("geleverd", 2)
+	wantIDs(t, "third round", e.round(), 3)
+}
+
+func TestRoundSkippedHandelingBlocksAllItsPersons(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1, 1))
+	wantIDs(t, "first round", e.round(), 1)
+	// h2{1,2} waits for h1; h3{2} must then wait for h2 although person 2 has nothing in levering.
+	e.insert(h(2, 2, 1, 2), h(3, 3, 2), h(4, 4, 4))
+	wantIDs(t, "second round", e.round(), 4)
+}
+
+func TestRoundExcludedNeitherPublishedNorBlocking(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	x := h(1, 1, 10)
+	x.Soort = load.ExcludedSoort
+	e.insert(x, h(2, 2, 10))
+	wantIDs(t, "round", e.round(), 2)
+	e.setStatus("geleverd", 2)
+	wantIDs(t, "next round", e.round())
+	if s := brptest.Status(t, e.db, 1); s != "" {
+		t.Fatalf("excluded handeling is %q, want untouched (NULL)", s)
+	}
+}
+
+func TestRoundMaxInLevering(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{MaxInLevering: 3})
+	e.insert(h(1, 1, 1), h(2, 2, 2), h(3, 3, 3), h(4, 4, 4), h(5, 5, 5), h(6, 6, 6))
+	wantIDs(t, "first round", e.round(), 1, 2, 3)
+	wantIDs(t, "at the cap", e.round())
+	e.setStatus("geleverd", 2)
+	wantIDs(t, "one slot free", e.round(), 4)
+	if n := brptest.Statuses(t, e.db)["in_levering"]; n != 3 {
+		t.Fatalf("%d in levering, want 3", n)
+	}
+}
+
+func TestRoundFoutPolicy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		policy FoutPolicy
+		want   []int64
+	}{{Strict, []int64{3}}, {Skip, []int64{2, 3}}} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			t.Parallel()
+			e := newRoundEnv(t, Config{FoutPolicy: tc.policy})
+			e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 30))
+			e.setStatus("fout", 1)
+			wantIDs(t, "round", e.round(), tc.want...)
+		})
+	}
+}
+
+func TestRoundDoesNotResendDeliveredHandeling(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1, 10), h(2, 2, 20))
+	// A consumer delivered 1 from a round whose database commit failed: it is geleverd, never NULL
+	// again, and a later round must neither mark nor send it.
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "round", e.round(), 2)
+}

@@ -1,0 +1,137 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/levering"
+	"github.com/brp/levering/publicatie"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// goRun runs fn in the background until the test ends.
+func goRun(t *testing.T, fn func(ctx context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fn(ctx); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// watchInLevering samples the number of handelingen in levering until the test ends and
+// returns a function giving the highest value seen.
+func watchInLevering(t *testing.T, db *sqlx.DB) func() int64 {
+	var peak atomic.Int64
+	goRun(t, func(ctx context.Context) error {
+		for ctx.Err() == nil {
+			var n int64
+			if err := db.GetContext(ctx, &n, `select count(*) from admhnd where statuslev = 'in_levering'`); err == nil && n > peak.Load() {
+				peak.Store(n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	})
+	return peak.Load
+}
+
+// verifyDelivered checks the contract's guarantees once the run is over: every handeling not
+// excluded is geleverd (or fout when it has no persons), the excluded ones are untouched, and
+// the verzending queue shows every delivered handeling in per-person order.
+func verifyDelivered(t *testing.T, db *sqlx.DB, hs []load.Handeling, verzending *brptest.Reader) load.OrderReport {
+	t.Helper()
+	want := 0
+	wantFout := 0
+	for _, h := range hs {
+		switch {
+		case h.Soort == load.ExcludedSoort:
+		case len(h.Personen) == 0:
+			wantFout++
+		default:
+			want++
+		}
+	}
+	brptest.Eventually(t, 3*time.Minute, func() error {
+		st := brptest.Statuses(t, db)
+		if st["geleverd"] != want || st["fout"] != wantFout {
+			return fmt.Errorf("statuses %v, want %d geleverd and %d fout", st, want, wantFout)
+		}
+		return nil
+	})
+	var touched int
+	if err := db.Get(&touched, `select count(*) from admhnd where soort = $1 and (statuslev is not null or tslev is not null or tspub is not null)`, load.ExcludedSoort); err != nil {
+		t.Fatal(err)
+	}
+	if touched != 0 {
+		t.Fatalf("%d excluded handelingen were touched", touched)
+	}
+	var rep load.OrderReport
+	brptest.Eventually(t, 30*time.Second, func() error {
+		if err := verzending.Err(); err != nil {
+			return err
+		}
+		byID := map[int64]load.Handeling{}
+		for _, h := range hs {
+			byID[h.ID] = h
+		}
+		rep = load.CheckOrder(verzending.IDs(), byID)
+		if rep.Distinct != want {
+			return fmt.Errorf("verzending holds %d distinct handelingen, want %d", rep.Distinct, want)
+		}
+		return nil
+	})
+	if len(rep.Violations) > 0 {
+		t.Fatalf("per-person order violated on the verzending queue:\n%v", rep.Violations)
+	}
+	return rep
+}
+
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	q := brptest.NewQueues(t)
+	hs := load.Generate(load.Spec{N: 2000, Personen: 200, Multi: 1.0 / 3, Excluded: 0.05, Seed: 42})
+	if err := load.Insert(context.Background(), db, hs); err != nil {
+		t.Fatal(err)
+	}
+	verzending := brptest.Read(t, q.Verzending)
+	peak := watchInLevering(t, db)
+	const maxInLevering = 100
+
+	for range 4 {
+		c, err := levering.New(db, levering.Config{Queue: q.Publicatie, VerzendingQueue: q.Verzending,
+			DeadLetterQueue: q.DLQ, Workers: 2, Broker: brptest.Broker()}, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		goRun(t, c.Run)
+	}
+	pub, err := publicatie.New(db, publicatie.Config{Delay: 20 * time.Millisecond, MaxInLevering: maxInLevering,
+		Queue: q.Publicatie, Broker: brptest.Broker()}, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	goRun(t, pub.Run)
+
+	rep := verifyDelivered(t, db, hs, verzending)
+	if p := peak(); p > maxInLevering {
+		t.Fatalf("peak in levering %d exceeds MAXINLEVERING %d", p, maxInLevering)
+	}
+	t.Logf("%d handelingen in %v: %d verzending messages (%d duplicates), %d rounds, peak in levering %d",
+		len(hs), time.Since(start).Round(time.Millisecond), rep.Messages, rep.Duplicates, pub.RoundsCommitted(), peak())
+}
