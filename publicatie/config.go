@@ -51,6 +51,10 @@ type Config struct {
 	Standalone bool
 	// Instance names this process in the lease. Default host-pid-random.
 	Instance string
+	// ListenURL, when set, is the database URL on which the publisher LISTENs for the
+	// schema's notifications and runs a round at once when work appears or a handeling is
+	// delivered; Delay is then only the idle fallback. Empty: rounds every Delay only.
+	ListenURL string
 	// Broker says how to reach the broker.
 	Broker broker.Config
 	// Hooks are fault seams for tests; the zero value does nothing.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
 )
@@ -90,6 +91,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 		go p.keepLease(ctx)
 	}
 	defer p.shutdown()
+	if p.cfg.ListenURL != "" {
+		go p.listen(ctx)
+	}
 	p.log.Info("publisher started", slog.Duration("delay", p.cfg.Delay), slog.Int("limit", p.cfg.Limit),
 		slog.Int("max_in_levering", p.cfg.MaxInLevering), slog.Duration("wartezeit", p.cfg.Wartezeit),
 		slog.String("queue", p.cfg.Queue))
@@ -128,6 +132,37 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// NotifyChannel is the channel the schema's triggers notify on.
+const NotifyChannel = "brp_levering"
+
+// listen turns the database's notifications into wake-ups. pq.Listener reconnects by itself;
+// after a reconnect it delivers a nil notification, which also wakes the publisher, so
+// nothing missed during the gap waits longer than one round.
+func (p *Publisher) listen(ctx context.Context) {
+	l := pq.NewListener(p.cfg.ListenURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
+		switch ev {
+		case pq.ListenerEventConnectionAttemptFailed, pq.ListenerEventDisconnected:
+			p.log.Warn("notification listener lost the database, reconnecting", slog.Any("error", err))
+		case pq.ListenerEventReconnected:
+			p.log.Info("notification listener reconnected")
+		}
+	})
+	defer l.Close()
+	if err := l.Listen(NotifyChannel); err != nil {
+		p.log.Warn("cannot listen for notifications; rounds run every delay", slog.Any("error", err))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.Notify:
+			p.Wake()
+		case <-time.After(time.Minute):
+			go func() { _ = l.Ping() }()
+		}
+	}
 }
 
 // pollInterval is how often a follower checks whether the lease is free.

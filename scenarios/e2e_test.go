@@ -100,9 +100,10 @@ func verifyDelivered(t *testing.T, db *sqlx.DB, hs []load.Handeling, verzending 
 	return rep
 }
 
+// TestEndToEnd runs with the seed's default delay (5 s): speed comes from the wake-ups.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
-	db, _ := brptest.DB(t)
+	db, dbURL := brptest.DB(t)
 	q := brptest.NewQueues(t)
 	hs := load.Generate(load.Spec{N: 2000, Personen: 200, Multi: 1.0 / 3, Excluded: 0.05, Seed: 42})
 	if err := load.Insert(context.Background(), db, hs); err != nil {
@@ -120,8 +121,8 @@ func TestEndToEnd(t *testing.T) {
 		}
 		goRun(t, c.Run)
 	}
-	pub, err := publicatie.New(db, publicatie.Config{Delay: 20 * time.Millisecond, MaxInLevering: maxInLevering,
-		Queue: q.Publicatie, Broker: brptest.Broker()}, quiet())
+	pub, err := publicatie.New(db, publicatie.Config{MaxInLevering: maxInLevering,
+		Queue: q.Publicatie, ListenURL: dbURL, Broker: brptest.Broker()}, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

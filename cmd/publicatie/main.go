@@ -140,6 +140,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Cluster:       string(cfg.Cluster),
 		Wartezeit:     time.Duration(cfg.Wartezeit),
 		Standalone:    bool(cfg.Standalone),
+		ListenURL:     string(cfg.DatabaseURL),
 		Broker:        bcfg,
 	}
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
