@@ -336,7 +336,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err erro
 	if h := p.cfg.Hooks.RoundCommitted; h != nil {
 		h(sent)
 	}
-	p.log.Debug("round committed", slog.Int("published", len(sent)), slog.Int("candidates", len(candidates)),
+	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)), slog.Int("candidates", len(candidates)),
 		slog.Int("in_levering", inLevering+len(sent)), slog.Duration("duration", time.Since(start)))
 	return len(candidates) == p.cfg.Limit && len(keep) < budget, nil
 }

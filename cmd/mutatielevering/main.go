@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/levering"
 )
 
@@ -76,6 +77,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Workers:         int(cfg.Workers),
 		Prefetch:        int(cfg.Prefetch),
 		Broker:          bcfg,
+		Hooks: levering.Hooks{
+			AfterVerzending: func(context.Context, int64) error { fault.At("mutatielevering.after_verzending"); return nil },
+			AfterCommit:     func(context.Context, int64) error { fault.At("mutatielevering.after_db_commit"); return nil },
+		},
 	}, log)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/publicatie"
 	"github.com/brp/levering/schema"
 )
@@ -141,7 +142,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Wartezeit:     time.Duration(cfg.Wartezeit),
 		Standalone:    bool(cfg.Standalone),
 		ListenURL:     string(cfg.DatabaseURL),
-		Broker:        bcfg,
+		Hooks: publicatie.Hooks{
+			AfterMark:         func(context.Context, []int64) error { fault.At("publicatie.after_mark"); return nil },
+			AfterBrokerCommit: func(context.Context, []int64) error { fault.At("publicatie.after_broker_commit"); return nil },
+			RoundCommitted:    func([]int64) { fault.At("publicatie.after_db_commit") },
+		},
+		Broker: bcfg,
 	}
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
 	if err != nil {

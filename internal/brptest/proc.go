@@ -1,0 +1,178 @@
+package brptest
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Proc is a running command whose JSON log lines are kept for the test to inspect.
+type Proc struct {
+	t    testing.TB
+	Name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+
+	mu    sync.Mutex
+	lines []map[string]any
+	raw   []string
+}
+
+// Start runs bin with env added to a clean environment (no inherited BRP_ variables) and JSON
+// debug logs. The process is killed when the test ends if it still runs.
+func Start(t testing.TB, name, bin string, env ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(bin)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BRP_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "BRP_LOG_FORMAT=json", "BRP_LOG_LEVEL=debug", "BRP_HTTP_ADDR=127.0.0.1:0")
+	cmd.Env = append(cmd.Env, env...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &Proc{t: t, Name: name, cmd: cmd, done: make(chan struct{})}
+	scanDone := make(chan struct{})
+	go func() {
+		defer close(scanDone)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.add(sc.Text())
+		}
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		pw.Close()
+		<-scanDone
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			p.dump()
+		}
+	})
+	return p
+}
+
+func (p *Proc) add(line string) {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(line), &m)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.raw = append(p.raw, line)
+	if m != nil {
+		m["_at"] = time.Now()
+		p.lines = append(p.lines, m)
+	}
+}
+
+func (p *Proc) dump() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.raw)
+	from := max(0, n-40)
+	p.t.Logf("last %d log lines of %s:\n%s", n-from, p.Name, strings.Join(p.raw[from:], "\n"))
+}
+
+// Lines returns the log lines whose msg is msg, each with "_at" (when the test read it).
+func (p *Proc) Lines(msg string) []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []map[string]any
+	for _, l := range p.lines {
+		if l["msg"] == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// WaitLog waits for a log line with the given msg and returns it.
+func (p *Proc) WaitLog(msg string, timeout time.Duration) map[string]any {
+	p.t.Helper()
+	var line map[string]any
+	Eventually(p.t, timeout, func() error {
+		if ls := p.Lines(msg); len(ls) > 0 {
+			line = ls[0]
+			return nil
+		}
+		if p.Exited() {
+			return fmt.Errorf("%s exited (%v) before logging %q", p.Name, p.err, msg)
+		}
+		return fmt.Errorf("%s has not logged %q", p.Name, msg)
+	})
+	return line
+}
+
+// HTTPAddr waits for the process's status listener and returns its address.
+func (p *Proc) HTTPAddr() string {
+	return p.WaitLog("http listening", 20*time.Second)["http_addr"].(string)
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig syscall.Signal) {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *Proc) Kill() {
+	p.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits up to timeout for the process to end and returns its exit code (-1: signal).
+func (p *Proc) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("%s still runs after %v", p.Name, timeout)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, p.err
+}
+
+// Env is the environment a test's processes share: its database and its queues.
+func Env(dbURL string, q Queues, extra ...string) []string {
+	b := Broker()
+	env := []string{
+		"BRP_DATABASE_URL=" + dbURL,
+		"BRP_STOMP_ADDR=" + b.Addr,
+		"BRP_STOMP_LOGIN=" + b.Login,
+		"BRP_STOMP_PASSCODE=" + b.Passcode,
+		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE=" + q.Publicatie,
+		"BRP_LEVERING_VERZENDING_QUEUE=" + q.Verzending,
+		"BRP_LEVERING_MUTATIELEVERING_DLQ=" + q.DLQ,
+	}
+	return append(env, extra...)
+}

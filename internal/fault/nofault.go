@@ -1,0 +1,11 @@
+//go:build !faults
+
+// Package fault is the seam for the robustness scenarios' crash points. Without the build tag
+// "faults" (every production build) At does nothing and costs a call.
+package fault
+
+// Enabled reports whether this binary was built with fault seams.
+const Enabled = false
+
+// At marks that the process passes the named point; a no-op in production builds.
+func At(string) {}

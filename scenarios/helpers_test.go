@@ -1,0 +1,103 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/levering"
+	"github.com/brp/levering/publicatie"
+)
+
+// world is one scenario's database, queues, workload and verzending reader.
+type world struct {
+	db         *sqlx.DB
+	dbURL      string
+	q          brptest.Queues
+	hs         []load.Handeling
+	verzending *brptest.Reader
+}
+
+func newWorld(t *testing.T, spec load.Spec) *world {
+	t.Helper()
+	db, dbURL := brptest.DB(t)
+	w := &world{db: db, dbURL: dbURL, q: brptest.NewQueues(t), hs: load.Generate(spec)}
+	if err := load.Insert(context.Background(), db, w.hs); err != nil {
+		t.Fatal(err)
+	}
+	w.verzending = brptest.Read(t, w.q.Verzending)
+	return w
+}
+
+// consumers runs n in-process consumers until the test ends.
+func (w *world) consumers(t *testing.T, n, workers int) {
+	t.Helper()
+	for range n {
+		c, err := levering.New(w.db, levering.Config{Queue: w.q.Publicatie, VerzendingQueue: w.q.Verzending,
+			DeadLetterQueue: w.q.DLQ, Workers: workers, Broker: brptest.Broker()}, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		goRun(t, c.Run)
+	}
+}
+
+// publisherProc starts a real publicatie process on the world's database and queues.
+func (w *world) publisherProc(t *testing.T, name, bin string, env ...string) *brptest.Proc {
+	return brptest.Start(t, name, bin, brptest.Env(w.dbURL, w.q, env...)...)
+}
+
+func (w *world) verify(t *testing.T) load.OrderReport {
+	t.Helper()
+	return verifyDelivered(t, w.db, w.hs, w.verzending)
+}
+
+func (w *world) delivered(t *testing.T) int {
+	return brptest.Statuses(t, w.db)["geleverd"]
+}
+
+// committedRounds counts a publisher's committed rounds that published something, by epoch.
+func committedRounds(p *brptest.Proc) map[int64]int {
+	out := map[int64]int{}
+	for _, l := range p.Lines("round committed") {
+		if n, _ := l["published"].(float64); n > 0 {
+			e, _ := l["epoch"].(float64)
+			out[int64(e)]++
+		}
+	}
+	return out
+}
+
+func total(m map[int64]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// status reads a publisher's status document.
+func status(t *testing.T, p *brptest.Proc) publicatie.Status {
+	t.Helper()
+	resp, err := http.Get("http://" + p.HTTPAddr() + "/status")
+	if err != nil {
+		t.Fatalf("status of %s: %v", p.Name, err)
+	}
+	defer resp.Body.Close()
+	var st publicatie.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("status of %s: %v", p.Name, err)
+	}
+	return st
+}
+
+func lineTime(l map[string]any) time.Time { return l["_at"].(time.Time) }
+
+func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }

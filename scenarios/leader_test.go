@@ -1,0 +1,134 @@
+package scenarios
+
+import (
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/publicatie"
+)
+
+const wartezeit = publicatie.MinWartezeit
+
+func TestTwoPublishersStartedTogetherOnlyOnePublishes(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 3000, Personen: 300, Multi: 0.3, Seed: 1})
+	w.consumers(t, 4, 2)
+	bin := brptest.Build(t, "cmd/publicatie")
+	var a, b *brptest.Proc
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a = w.publisherProc(t, "publicatie-a", bin) }()
+	go func() { defer wg.Done(); b = w.publisherProc(t, "publicatie-b", bin) }()
+	wg.Wait()
+	w.verify(t)
+
+	ra, rb := total(committedRounds(a)), total(committedRounds(b))
+	t.Logf("rounds committed: a=%d b=%d", ra, rb)
+	if (ra == 0) == (rb == 0) {
+		t.Fatalf("rounds committed: a=%d b=%d; want exactly one publisher to publish", ra, rb)
+	}
+	leader, follower := a, b
+	if rb > 0 {
+		leader, follower = b, a
+	}
+	sl, sf := status(t, leader), status(t, follower)
+	if !sl.Leader || sf.Leader || sl.Holder != sl.Instance || sf.Holder != sl.Instance || sl.Epoch < 1 ||
+		sl.Cluster != "default" || sl.SinceActivity < 0 || sl.SinceActivity > wartezeit.Seconds() {
+		t.Fatalf("status documents: leader %+v, follower %+v", sl, sf)
+	}
+}
+
+func TestLeaderKilledFollowerTakesOver(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 5000, Personen: 500, Multi: 0.3, Excluded: 0.05, Seed: 2})
+	w.consumers(t, 4, 2)
+	bin := brptest.Build(t, "cmd/publicatie")
+	a := w.publisherProc(t, "publicatie-a", bin, "BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING=200")
+	a.WaitLog("became leader", 20*time.Second)
+	b := w.publisherProc(t, "publicatie-b", bin, "BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING=200")
+	b.WaitLog("publisher started", 20*time.Second)
+	a.WaitLog("round committed", 20*time.Second)
+
+	a.Kill()
+	killed := time.Now()
+	if d := w.delivered(t); d >= 4000 {
+		t.Fatalf("%d of ~4750 already delivered when the leader was killed; the run is too short to test takeover", d)
+	}
+	took := lineTime(b.WaitLog("became leader", wartezeit+30*time.Second)).Sub(killed)
+	t.Logf("takeover %v after kill -9 (wartezeit %v)", took.Round(time.Millisecond), wartezeit)
+	// Wartezeit after the leader's last activity, plus one follower poll (2 s), plus slack for
+	// a loaded machine.
+	if limit := wartezeit + 2*time.Second + 3*time.Second; took > limit {
+		t.Fatalf("takeover took %v, want at most %v", took, limit)
+	}
+	w.verify(t)
+}
+
+func TestSplitBrainPausedLeaderCannotCommit(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 3000, Personen: 300, Multi: 0.3, Seed: 3})
+	w.consumers(t, 4, 2)
+	bin := brptest.Build(t, "cmd/publicatie", "faults")
+	// The leader stops itself (SIGSTOP) in its third round, after the broker commit and before
+	// the database commit: the worst moment, its messages are already on the queue.
+	a := w.publisherProc(t, "publicatie-a", bin, "BRP_FAULT=publicatie.after_broker_commit:stop:3")
+	a.WaitLog("became leader", 20*time.Second)
+	b := w.publisherProc(t, "publicatie-b", bin)
+	a.WaitLog("fault injected", 30*time.Second)
+	before := committedRounds(a)
+	epochA := int64(0)
+	for e := range before {
+		epochA = max(epochA, e)
+	}
+
+	became := b.WaitLog("became leader", wartezeit+30*time.Second)
+	if e := int64(became["epoch"].(float64)); e <= epochA {
+		t.Fatalf("new leader's epoch %d not above the old leader's %d", e, epochA)
+	}
+	b.WaitLog("round committed", 30*time.Second)
+	a.Signal(syscall.SIGCONT)
+
+	w.verify(t)
+	// The resumed leader's round was fenced off: it committed nothing after it resumed.
+	brptest.Eventually(t, 20*time.Second, func() error {
+		if len(a.Lines("lost the lease during a round")) == 0 && len(a.Lines("publication round failed, retrying")) == 0 {
+			return errorf("resumed leader has not reported its failed round")
+		}
+		return nil
+	})
+	t.Logf("resumed leader: %d fenced rounds, %d failed rounds (session ended by the database)",
+		len(a.Lines("lost the lease during a round")), len(a.Lines("publication round failed, retrying")))
+	if after := committedRounds(a); total(after) != total(before) {
+		t.Fatalf("resumed leader committed rounds: before the pause %v, after %v", before, after)
+	}
+	if st := status(t, a); st.Leader {
+		t.Fatalf("resumed old leader still says it leads: %+v", st)
+	}
+}
+
+func TestStandaloneModeWarnsAndPublishesWithoutLease(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 500, Personen: 100, Multi: 0.3, Seed: 4})
+	w.consumers(t, 2, 2)
+	p := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"), "BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE=true")
+	warn := p.WaitLog(publicatie.StandaloneWarning, 20*time.Second)
+	if warn["level"] != "WARN" {
+		t.Fatalf("standalone warning logged at level %v", warn["level"])
+	}
+	w.verify(t)
+	var holders []string
+	if err := w.db.Select(&holders, `select holder from publicatie_lease where holder <> ''`); err != nil {
+		t.Fatal(err)
+	}
+	if len(holders) != 0 {
+		t.Fatalf("standalone publisher took a lease: %v", holders)
+	}
+	if st := status(t, p); !st.Leader || !st.Standalone || !slices.Contains([]string{""}, st.Holder) {
+		t.Fatalf("status %+v", st)
+	}
+}
