@@ -58,12 +58,13 @@ func countInLevering(ctx context.Context, tx *sqlx.Tx) (int, error) {
 }
 
 // readBlocked returns the persons that may not receive a new handeling now: those with a
-// handeling in levering and, under the strict policy, those with a fout handeling.
+// handeling in levering and, under the strict policy, those with a fout handeling that no
+// operator released.
 func readBlocked(ctx context.Context, tx *sqlx.Tx, policy FoutPolicy) (map[int64]struct{}, error) {
 	rows, err := tx.QueryContext(ctx, `
 		select distinct p.persoon_id
 		from admhnd a join admhnd_persoon p on p.admhnd_id = a.id
-		where a.statuslev = 'in_levering' or ($1 and a.statuslev = 'fout')`, policy == Strict)
+		where a.statuslev = 'in_levering' or ($1 and a.statuslev = 'fout' and a.vrijgegeven is null)`, policy == Strict)
 	if err != nil {
 		return nil, fmt.Errorf("read blocked persons: %w", err)
 	}
