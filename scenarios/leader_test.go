@@ -96,13 +96,13 @@ func TestSplitBrainPausedLeaderCannotCommit(t *testing.T) {
 	w.verify(t)
 	// The resumed leader's round was fenced off: it committed nothing after it resumed.
 	brptest.Eventually(t, 20*time.Second, func() error {
-		if len(a.Lines("lost the lease during a round")) == 0 && len(a.Lines("publication round failed, retrying")) == 0 {
+		if len(a.Lines("lost the lease during a round; the round was rolled back")) == 0 && len(a.Lines("publication round failed, retrying")) == 0 {
 			return errorf("resumed leader has not reported its failed round")
 		}
 		return nil
 	})
 	t.Logf("resumed leader: %d fenced rounds, %d failed rounds (session ended by the database)",
-		len(a.Lines("lost the lease during a round")), len(a.Lines("publication round failed, retrying")))
+		len(a.Lines("lost the lease during a round; the round was rolled back")), len(a.Lines("publication round failed, retrying")))
 	if after := committedRounds(a); total(after) != total(before) {
 		t.Fatalf("resumed leader committed rounds: before the pause %v, after %v", before, after)
 	}
