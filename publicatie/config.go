@@ -36,6 +36,10 @@ type Config struct {
 	MaxInLevering int
 	// Queue is the publication queue. Default /queue/brp.levering.admhndpublicatie.
 	Queue string
+	// RedeliveryTimeout is how long a handeling may stay in_levering before the publisher puts
+	// it on the queue again (its message was lost or dead-lettered). Consumers absorb the
+	// duplicate if the first message was only slow. Default 5m.
+	RedeliveryTimeout time.Duration
 	// Excluded lists soorten that are never published and never block anyone.
 	// Nil means the default {GBA_INITIELE_VULLING}; an empty non-nil slice excludes nothing.
 	Excluded []string
@@ -83,6 +87,9 @@ func (c *Config) setDefaults() {
 	if c.Queue == "" {
 		c.Queue = "/queue/brp.levering.admhndpublicatie"
 	}
+	if c.RedeliveryTimeout == 0 {
+		c.RedeliveryTimeout = 5 * time.Minute
+	}
 	if c.Excluded == nil {
 		c.Excluded = DefaultExcluded
 	}
@@ -109,6 +116,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Limit %d must be positive", ErrConfig, c.Limit)
 	case c.MaxInLevering < 0:
 		return fmt.Errorf("%w: MaxInLevering %d must be positive", ErrConfig, c.MaxInLevering)
+	case c.RedeliveryTimeout < 0:
+		return fmt.Errorf("%w: RedeliveryTimeout %v must be positive", ErrConfig, c.RedeliveryTimeout)
 	case c.FoutPolicy != Strict && c.FoutPolicy != Skip:
 		return fmt.Errorf("%w: FoutPolicy %q must be %q or %q", ErrConfig, c.FoutPolicy, Strict, Skip)
 	case c.Wartezeit < MinWartezeit:

@@ -94,6 +94,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	if p.cfg.ListenURL != "" {
 		go p.listen(ctx)
 	}
+	p.checkHorizonPrivilege(ctx)
 	p.log.Info("publisher started", slog.Duration("delay", p.cfg.Delay), slog.Int("limit", p.cfg.Limit),
 		slog.Int("max_in_levering", p.cfg.MaxInLevering), slog.Duration("wartezeit", p.cfg.Wartezeit),
 		slog.String("queue", p.cfg.Queue))
@@ -132,6 +133,18 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// checkHorizonPrivilege warns when this role cannot see other roles' transactions in
+// pg_stat_activity: the horizon would then miss a late bijhouding transaction of another role.
+func (p *Publisher) checkHorizonPrivilege(ctx context.Context) {
+	var ok bool
+	err := p.db.GetContext(ctx, &ok, `select rolsuper or pg_has_role(current_user, 'pg_read_all_stats', 'member')
+		from pg_roles where rolname = current_user`)
+	if err == nil && !ok {
+		p.log.Warn("this database role cannot see other roles' transactions; grant pg_read_all_stats to it, " +
+			"or a bijhouding transaction that commits late may be overtaken")
+	}
 }
 
 // NotifyChannel is the channel the schema's triggers notify on.
@@ -240,8 +253,9 @@ type publication struct {
 }
 
 // round is one publication round, in one database transaction: count what is in flight, read
-// the oldest candidates, keep those that overtake nobody, mark them in_levering, send them in
-// one broker transaction and, only if the lease is still ours, commit.
+// the oldest candidates, keep those that overtake nobody, mark them in_levering, send them (and
+// any whose earlier message was lost) in one broker transaction and, only if the lease is
+// still ours, commit.
 func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err error) {
 	start := time.Now()
 	if epoch > 0 {
@@ -261,50 +275,64 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err erro
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`set local idle_in_transaction_session_timeout = %d`, p.cfg.Wartezeit.Milliseconds())); err != nil {
 		return false, fmt.Errorf("database: %w", err)
 	}
+	horizon, err := readHorizon(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
 	inLevering, err := countInLevering(ctx, tx)
 	if err != nil {
 		return false, fmt.Errorf("database: %w", err)
 	}
+	stale, err := readStale(ctx, tx, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering)
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
 	budget := p.cfg.MaxInLevering - inLevering
-	if budget <= 0 {
-		p.log.Debug("in levering at maximum; nothing published", slog.Int("in_levering", inLevering))
-		return false, nil
-	}
-	candidates, err := readCandidates(ctx, tx, p.cfg.Excluded, p.cfg.Limit)
-	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
-	}
-	if len(candidates) == 0 {
-		return false, nil
-	}
-	blocked, err := readBlocked(ctx, tx, p.cfg.FoutPolicy)
-	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
-	}
-	keep := Select(candidates, blocked, budget)
-	if len(keep) == 0 {
-		return false, nil
-	}
-	ids := make([]int64, len(keep))
-	for i, c := range keep {
-		ids[i] = c.ID
-	}
-	marked, err := markInLevering(ctx, tx, ids)
-	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
-	}
-	msgs := make([]broker.Message, 0, len(marked))
-	sent := make([]int64, 0, len(marked))
-	for _, c := range keep {
-		if !marked[c.ID] {
-			continue
+	var candidates, keep []Candidate
+	if budget > 0 {
+		if candidates, err = readCandidates(ctx, tx, p.cfg.Excluded, p.cfg.Limit, horizon); err != nil {
+			return false, fmt.Errorf("database: %w", err)
 		}
-		body, err := json.Marshal(publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
+	}
+	if len(candidates) > 0 {
+		blocked, err := readBlocked(ctx, tx, p.cfg.FoutPolicy)
 		if err != nil {
-			return false, fmt.Errorf("encode publication %d: %w", c.ID, err)
+			return false, fmt.Errorf("database: %w", err)
 		}
-		msgs = append(msgs, broker.Message{Destination: p.cfg.Queue, AdmhndID: c.ID, Body: body})
-		sent = append(sent, c.ID)
+		keep = Select(candidates, blocked, budget)
+	}
+	if len(keep) == 0 && len(stale) == 0 {
+		return false, nil
+	}
+	republished, err := touchStale(ctx, tx, ids(stale))
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	marked, err := markInLevering(ctx, tx, ids(keep))
+	if err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	var msgs []broker.Message
+	var sent []int64
+	for _, batch := range []struct {
+		cs []Candidate
+		ok map[int64]bool
+	}{{stale, republished}, {keep, marked}} {
+		for _, c := range batch.cs {
+			if !batch.ok[c.ID] {
+				continue
+			}
+			body, err := json.Marshal(publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
+			if err != nil {
+				return false, fmt.Errorf("encode publication %d: %w", c.ID, err)
+			}
+			msgs = append(msgs, broker.Message{Destination: p.cfg.Queue, AdmhndID: c.ID, Body: body})
+			sent = append(sent, c.ID)
+		}
+	}
+	if len(republished) > 0 {
+		p.log.Warn("handelingen in levering past the redelivery timeout published again",
+			slog.Int("count", len(republished)), slog.Duration("redelivery_timeout", p.cfg.RedeliveryTimeout))
 	}
 	if err := runHook(ctx, p.cfg.Hooks.AfterMark, sent); err != nil {
 		return false, err
@@ -336,9 +364,18 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err erro
 	if h := p.cfg.Hooks.RoundCommitted; h != nil {
 		h(sent)
 	}
-	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)), slog.Int("candidates", len(candidates)),
-		slog.Int("in_levering", inLevering+len(sent)), slog.Duration("duration", time.Since(start)))
+	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
+		slog.Int("republished", len(republished)), slog.Int("candidates", len(candidates)),
+		slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
 	return len(candidates) == p.cfg.Limit && len(keep) < budget, nil
+}
+
+func ids(cs []Candidate) []int64 {
+	out := make([]int64, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
 }
 
 // send puts the round's messages on the queue in one broker transaction, dialling the broker

@@ -224,3 +224,56 @@ func TestRoundDoesNotResendDeliveredHandeling(t *testing.T) {
 	e.setStatus("geleverd", 1)
 	wantIDs(t, "round", e.round(), 2)
 }
+
+func TestRoundWaitsForTransactionThatMayStillAddAnOlderHandeling(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1, 99)) // registered long before the late writer began
+	// Bijhouding begins h10 of person 10: its tsreg will be its transaction's start.
+	late, err := e.db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Rollback()
+	var lateStart time.Time
+	if err := late.Get(&lateStart, `select now()`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	// Meanwhile a newer h11 of the same person commits.
+	if _, err := e.db.Exec(`insert into admhnd (id, soort, tsreg) values (11, 'VERHUIZING', now());
+		insert into admhnd_persoon values (11, 10)`); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "while the late writer is open", e.round(), 1)
+	if _, err := late.Exec(`insert into admhnd (id, soort, tsreg) values (10, 'GEBOORTE', now());
+		insert into admhnd_persoon values (10, 10)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "after the late writer committed", e.round(), 10)
+	e.setStatus("geleverd", 10)
+	wantIDs(t, "after the older one was delivered", e.round(), 11)
+}
+
+func TestRoundRepublishesHandelingStuckInLevering(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{MaxInLevering: 2, RedeliveryTimeout: time.Minute})
+	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 30), h(4, 4, 10))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	wantIDs(t, "at the cap, nothing stale", e.round())
+	// The message of 1 went missing (dead-lettered) long ago.
+	if _, err := e.db.Exec(`update admhnd set tspub = now() - interval '2 minutes' where id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "stale one again, still at the cap", e.round(), 1)
+	if s := brptest.Status(t, e.db, 1); s != "in_levering" {
+		t.Fatalf("republished handeling is %q", s)
+	}
+	wantIDs(t, "republished recently: not again", e.round())
+	if n := brptest.Statuses(t, e.db)["in_levering"]; n != 2 {
+		t.Fatalf("%d in levering, want 2 (the cap)", n)
+	}
+}

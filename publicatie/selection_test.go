@@ -5,14 +5,6 @@ import (
 	"testing"
 )
 
-func ids(cs []Candidate) []int64 {
-	var out []int64
-	for _, c := range cs {
-		out = append(out, c.ID)
-	}
-	return out
-}
-
 func TestSelect(t *testing.T) {
 	t.Parallel()
 	c := func(id int64, ps ...int64) Candidate { return Candidate{ID: id, Personen: ps} }

@@ -4,27 +4,69 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
+// readHorizon returns the registration time before which no handeling can still appear: the
+// start of the oldest transaction in progress in this database (bijhouding stamps tsreg at or
+// after its transaction's start, so an open transaction may still add handelingen as old as
+// its start), or now when none is open. It must be read before the candidates: a transaction
+// that commits between the two reads is then either seen open here or visible there.
+//
+// Other roles' transactions are visible in pg_stat_activity only to members of
+// pg_read_all_stats (or superusers): see checkHorizonPrivilege.
+func readHorizon(ctx context.Context, tx *sqlx.Tx) (time.Time, error) {
+	var h time.Time
+	err := tx.GetContext(ctx, &h, `
+		select least(clock_timestamp(), (
+			select min(xact_start) from pg_stat_activity
+			where datname = current_database() and pid <> pg_backend_pid()
+			  and backend_type = 'client backend' and xact_start is not null))`)
+	if err != nil {
+		return h, fmt.Errorf("read horizon: %w", err)
+	}
+	return h, nil
+}
+
 // readCandidates returns up to limit handelingen still to be delivered (statuslev NULL, soort
-// not excluded), oldest tsreg first, ties by id, each with all of its persons. The limit
-// counts handelingen, so a multi-person handeling is never cut in half.
-func readCandidates(ctx context.Context, tx *sqlx.Tx, excluded []string, limit int) ([]Candidate, error) {
-	rows, err := tx.QueryContext(ctx, `
+// not excluded, registered before horizon), oldest tsreg first, ties by id, each with all of
+// its persons. The limit counts handelingen, so a multi-person handeling is never cut in half.
+func readCandidates(ctx context.Context, tx *sqlx.Tx, excluded []string, limit int, horizon time.Time) ([]Candidate, error) {
+	return readHandelingen(ctx, tx, `
 		with c as (
 			select id, tsreg from admhnd
-			where statuslev is null and soort <> all($1::text[])
+			where statuslev is null and soort <> all($1::text[]) and tsreg < $3
 			order by tsreg, id
 			limit $2
 		)
 		select c.id, p.persoon_id
 		from c left join admhnd_persoon p on p.admhnd_id = c.id
-		order by c.tsreg, c.id, p.persoon_id`, pq.Array(excluded), limit)
+		order by c.tsreg, c.id, p.persoon_id`, pq.Array(excluded), limit, horizon)
+}
+
+// readStale returns up to limit handelingen that have been in levering for longer than
+// timeout: their message was lost or dead-lettered, so they are published again.
+func readStale(ctx context.Context, tx *sqlx.Tx, timeout time.Duration, limit int) ([]Candidate, error) {
+	return readHandelingen(ctx, tx, `
+		with c as (
+			select id, tsreg from admhnd
+			where statuslev = 'in_levering' and coalesce(tspub, '-infinity') < now() - make_interval(secs => $1)
+			order by tsreg, id
+			limit $2
+		)
+		select c.id, p.persoon_id
+		from c left join admhnd_persoon p on p.admhnd_id = c.id
+		order by c.tsreg, c.id, p.persoon_id`, timeout.Seconds(), limit)
+}
+
+// readHandelingen runs a query of (id, persoon_id) rows ordered by handeling and groups them.
+func readHandelingen(ctx context.Context, tx *sqlx.Tx, query string, args ...any) ([]Candidate, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read candidates: %w", err)
+		return nil, fmt.Errorf("read handelingen: %w", err)
 	}
 	defer rows.Close()
 	var out []Candidate
@@ -32,7 +74,7 @@ func readCandidates(ctx context.Context, tx *sqlx.Tx, excluded []string, limit i
 		var id int64
 		var persoon sql.NullInt64
 		if err := rows.Scan(&id, &persoon); err != nil {
-			return nil, fmt.Errorf("read candidates: %w", err)
+			return nil, fmt.Errorf("read handelingen: %w", err)
 		}
 		if len(out) == 0 || out[len(out)-1].ID != id {
 			out = append(out, Candidate{ID: id})
@@ -43,7 +85,7 @@ func readCandidates(ctx context.Context, tx *sqlx.Tx, excluded []string, limit i
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read candidates: %w", err)
+		return nil, fmt.Errorf("read handelingen: %w", err)
 	}
 	return out, nil
 }
@@ -83,28 +125,41 @@ func readBlocked(ctx context.Context, tx *sqlx.Tx, policy FoutPolicy) (map[int64
 	return blocked, nil
 }
 
+// touchStale records that the given in_levering handelingen are published again now and
+// returns those still in levering.
+func touchStale(ctx context.Context, tx *sqlx.Tx, ids []int64) (map[int64]bool, error) {
+	return returningIDs(ctx, tx, `
+		update admhnd set tspub = now()
+		where id = any($1) and statuslev = 'in_levering'
+		returning id`, ids)
+}
+
 // markInLevering sets the given handelingen in_levering where they are still NULL and returns
 // the ids it changed. A handeling a consumer already finished (a copy from a round whose
 // database commit failed) is not touched and must not be sent again.
 func markInLevering(ctx context.Context, tx *sqlx.Tx, ids []int64) (map[int64]bool, error) {
-	rows, err := tx.QueryContext(ctx, `
+	return returningIDs(ctx, tx, `
 		update admhnd set statuslev = 'in_levering', tspub = now()
 		where id = any($1) and statuslev is null
-		returning id`, pq.Array(ids))
+		returning id`, ids)
+}
+
+func returningIDs(ctx context.Context, tx *sqlx.Tx, query string, ids []int64) (map[int64]bool, error) {
+	rows, err := tx.QueryContext(ctx, query, pq.Array(ids))
 	if err != nil {
-		return nil, fmt.Errorf("mark in_levering: %w", err)
+		return nil, fmt.Errorf("update statuses: %w", err)
 	}
 	defer rows.Close()
 	marked := make(map[int64]bool, len(ids))
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("mark in_levering: %w", err)
+			return nil, fmt.Errorf("update statuses: %w", err)
 		}
 		marked[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mark in_levering: %w", err)
+		return nil, fmt.Errorf("update statuses: %w", err)
 	}
 	return marked, nil
 }

@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# Project-owned PostgreSQL and ActiveMQ (STOMP) for development, the demo and CI.
+# Project-owned PostgreSQL and ActiveMQ (STOMP) for development, the demo and CI, and on request
+# RabbitMQ (STOMP) as a second broker for the broker conformance suite.
 #
 #   scripts/services.sh up              install what is missing, start both, wait until ready
-#   scripts/services.sh down            stop both
+#   scripts/services.sh down            stop both (and RabbitMQ, if it runs)
 #   scripts/services.sh status          print whether each runs (exit 0 only if both are ready)
 #   scripts/services.sh env             print export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh restart-db      stop and start PostgreSQL only (data kept)
 #   scripts/services.sh restart-broker  stop and start ActiveMQ only (data kept)
+#   scripts/services.sh up-rabbitmq     optional second STOMP broker: install, start RabbitMQ
+#   scripts/services.sh down-rabbitmq   stop RabbitMQ (and its epmd)
+#   scripts/services.sh restart-rabbitmq  stop and start RabbitMQ (data kept)
 #
 # Every command is idempotent. State lives in ${BRP_RUN_DIR:-<repo>/.run}:
 #   pg/data  pg/socket  pg/log/postgres.log                  (owned by the postgres user)
 #   activemq/conf  activemq/data/{kahadb,activemq.log,console.log}  activemq/activemq.pid
+#   rabbitmq/conf  rabbitmq/mnesia  rabbitmq/log/{rabbit.log,console.log}  rabbitmq/rabbitmq.pid
 # Ports: BRP_DEV_PG_PORT (default 55432), BRP_DEV_STOMP_PORT (default 61613), both on 127.0.0.1.
 # BRP_ACTIVEMQ_HOME (default /usr/share/activemq, the Debian package) may point at another install.
 # The broker configuration is versioned in scripts/activemq/ and copied to the run dir on start.
+#
+# RabbitMQ (Debian rabbitmq-server with rabbitmq_stomp) runs only after up-rabbitmq; status and
+# env mention it only while it runs (env then adds BRP_RABBITMQ_STOMP_ADDR/LOGIN/PASSCODE/HOST).
+# Everything is on 127.0.0.1 and off RabbitMQ's default ports, so a system RabbitMQ can run too:
+# STOMP BRP_DEV_RABBIT_STOMP_PORT (default 61614), no AMQP listener, Erlang distribution
+# BRP_DEV_RABBIT_DIST_PORT (default 25673), epmd BRP_DEV_RABBIT_EPMD_PORT (default 4371), node
+# brp-dev@localhost, user brp/brp, vhost /. Its configuration is versioned in scripts/rabbitmq/.
 # Progress goes to stderr; only `env` and `status` write to stdout.
 set -euo pipefail
 
@@ -48,6 +60,24 @@ AMQ_OUT=$AMQ_DATA/console.log
 PG_WAIT_SECONDS=30
 AMQ_WAIT_SECONDS=60
 AMQ_STOP_SECONDS=15
+
+RMQ_BIN=${BRP_RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}
+RMQ_STOMP_PORT=${BRP_DEV_RABBIT_STOMP_PORT:-61614}
+RMQ_DIST_PORT=${BRP_DEV_RABBIT_DIST_PORT:-25673}
+RMQ_EPMD_PORT=${BRP_DEV_RABBIT_EPMD_PORT:-4371}
+RMQ_NODE=brp-dev@localhost
+RMQ_USER=brp
+RMQ_PASS=brp
+RMQ_VHOST=/
+RMQ_BASE=$RUN_DIR/rabbitmq
+RMQ_CONF=$RMQ_BASE/conf
+RMQ_MNESIA=$RMQ_BASE/mnesia
+RMQ_LOGDIR=$RMQ_BASE/log
+RMQ_LOG=$RMQ_LOGDIR/rabbit.log
+RMQ_OUT=$RMQ_LOGDIR/console.log
+RMQ_PIDFILE=$RMQ_BASE/rabbitmq.pid
+RMQ_WAIT_SECONDS=90
+RMQ_STOP_SECONDS=30
 
 log() { printf 'services: %s\n' "$*" >&2; }
 
@@ -450,7 +480,7 @@ cmd_env() {
 }
 
 usage() {
-  sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 }
 
 main() {
