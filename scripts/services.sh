@@ -119,7 +119,15 @@ pg_bindir() {
   [[ -n $best ]] && printf '%s\n' "$best"
 }
 
-ensure_installed() { # components: pg amq
+# True if the RabbitMQ server scripts and its STOMP plugin are installed.
+rmq_installed() {
+  local home
+  [[ -x $RMQ_BIN/rabbitmq-server ]] || return 1
+  home=$(dirname -- "$(readlink -f -- "$RMQ_BIN/rabbitmq-server")")/..
+  compgen -G "$home/plugins/rabbitmq_stomp-*" >/dev/null
+}
+
+ensure_installed() { # components: pg amq rmq
   local want pkgs=()
   for want in "$@"; do
     case $want in
@@ -132,6 +140,7 @@ ensure_installed() { # components: pg amq
         [[ -f /usr/share/java/xstream.jar ]] || pkgs+=(libxstream-java)
         [[ -f /usr/share/java/jettison.jar ]] || pkgs+=(libjettison-java)
         ;;
+      rmq) rmq_installed || pkgs+=(rabbitmq-server) ;;
     esac
   done
   ((${#pkgs[@]} == 0)) && return 0
@@ -143,11 +152,12 @@ ensure_installed() { # components: pg amq
   local apt_log=$RUN_DIR/apt.log t0=$SECONDS
   log "installing ${pkgs[*]} with apt-get (log: $apt_log)"
   export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get update >"$apt_log" 2>&1; then
+  # Another apt-get may hold the dpkg lock (another checkout's services.sh, a developer): wait.
+  if ! apt-get -o DPkg::Lock::Timeout=300 update >"$apt_log" 2>&1; then
     show_tail "$apt_log"
     die "apt-get update failed"
   fi
-  if ! apt-get install -y --no-install-recommends \
+  if ! apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300 \
       -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
       "${pkgs[@]}" >>"$apt_log" 2>&1; then
     show_tail "$apt_log"
@@ -161,6 +171,7 @@ ensure_installed() { # components: pg amq
         [[ -f $AMQ_JAR ]] || die "activemq installed but $AMQ_JAR is missing"
         command -v java >/dev/null 2>&1 || die "no java on PATH after installing a JRE"
         ;;
+      rmq) rmq_installed || die "rabbitmq-server installed but $RMQ_BIN/rabbitmq-server or its rabbitmq_stomp plugin is missing" ;;
     esac
   done
 }

@@ -33,6 +33,7 @@ type config struct {
 	Cluster       clusterName      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER" default:"default"`
 	Wartezeit     wartezeit        `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT"`
 	Standalone    setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE" default:"false"`
+	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"300"`
 }
 
 type foutPolicy publicatie.FoutPolicy
@@ -132,16 +133,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	pcfg := publicatie.Config{
-		Delay:         time.Duration(cfg.Delay),
-		Limit:         int(cfg.Limit),
-		MaxInLevering: int(cfg.MaxInLevering),
-		Queue:         string(cfg.Queue),
-		Excluded:      cfg.Excluded,
-		FoutPolicy:    publicatie.FoutPolicy(cfg.FoutPolicy),
-		Cluster:       string(cfg.Cluster),
-		Wartezeit:     time.Duration(cfg.Wartezeit),
-		Standalone:    bool(cfg.Standalone),
-		ListenURL:     string(cfg.DatabaseURL),
+		Delay:             time.Duration(cfg.Delay),
+		Limit:             int(cfg.Limit),
+		MaxInLevering:     int(cfg.MaxInLevering),
+		Queue:             string(cfg.Queue),
+		Excluded:          cfg.Excluded,
+		FoutPolicy:        publicatie.FoutPolicy(cfg.FoutPolicy),
+		Cluster:           string(cfg.Cluster),
+		Wartezeit:         time.Duration(cfg.Wartezeit),
+		Standalone:        bool(cfg.Standalone),
+		RedeliveryTimeout: time.Duration(cfg.Redelivery),
+		ListenURL:         string(cfg.DatabaseURL),
 		Hooks: publicatie.Hooks{
 			AfterMark:         func(context.Context, []int64) error { fault.At("publicatie.after_mark"); return nil },
 			AfterBrokerCommit: func(context.Context, []int64) error { fault.At("publicatie.after_broker_commit"); return nil },
