@@ -10,14 +10,17 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/levering"
 	"github.com/brp/levering/publicatie"
 )
 
-// world is one scenario's database, queues, workload and verzending reader.
+// world is one scenario's services, database, queues, workload and verzending reader.
 type world struct {
+	svc        *brptest.Services // nil: the shared services
+	broker     broker.Config
 	db         *sqlx.DB
 	dbURL      string
 	q          brptest.Queues
@@ -25,15 +28,51 @@ type world struct {
 	verzending *brptest.Reader
 }
 
+// newWorld sets up a scenario on the shared services.
 func newWorld(t *testing.T, spec load.Spec) *world {
+	return newWorldOn(t, nil, spec)
+}
+
+// newWorldOn sets up a scenario on svc, or on the shared services when svc is nil.
+func newWorldOn(t *testing.T, svc *brptest.Services, spec load.Spec) *world {
 	t.Helper()
-	db, dbURL := brptest.DB(t)
-	w := &world{db: db, dbURL: dbURL, q: brptest.NewQueues(t), hs: load.Generate(spec)}
-	if err := load.Insert(context.Background(), db, w.hs); err != nil {
+	w := &world{svc: svc, broker: brptest.Broker(), q: brptest.NewQueues(t), hs: load.Generate(spec)}
+	if svc != nil {
+		w.broker = svc.Broker()
+		w.db, w.dbURL = brptest.DBOn(t, svc.DatabaseURL())
+	} else {
+		w.db, w.dbURL = brptest.DB(t)
+	}
+	if err := load.Insert(context.Background(), w.db, w.hs); err != nil {
 		t.Fatal(err)
 	}
-	w.verzending = brptest.Read(t, w.q.Verzending)
+	w.verzending = brptest.ReadFrom(t, w.broker, w.q.Verzending)
 	return w
+}
+
+// env is the environment for the world's processes.
+func (w *world) env(extra ...string) []string {
+	if w.svc != nil {
+		return w.svc.Env(w.dbURL, w.q, extra...)
+	}
+	return brptest.Env(w.dbURL, w.q, extra...)
+}
+
+// consumerProc starts a real mutatielevering process.
+func (w *world) consumerProc(t *testing.T, name, bin string, env ...string) *brptest.Proc {
+	return brptest.Start(t, name, bin, w.env(env...)...)
+}
+
+// publisher runs an in-process publisher until the test ends.
+func (w *world) publisher(t *testing.T, cfg publicatie.Config) *publicatie.Publisher {
+	t.Helper()
+	cfg.Queue, cfg.ListenURL, cfg.Broker = w.q.Publicatie, w.dbURL, w.broker
+	p, err := publicatie.New(w.db, cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(t, p.Run)
+	return p
 }
 
 // consumers runs n in-process consumers until the test ends.
@@ -41,7 +80,7 @@ func (w *world) consumers(t *testing.T, n, workers int) {
 	t.Helper()
 	for range n {
 		c, err := levering.New(w.db, levering.Config{Queue: w.q.Publicatie, VerzendingQueue: w.q.Verzending,
-			DeadLetterQueue: w.q.DLQ, Workers: workers, Broker: brptest.Broker()}, quiet())
+			DeadLetterQueue: w.q.DLQ, Workers: workers, Broker: w.broker}, quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +90,7 @@ func (w *world) consumers(t *testing.T, n, workers int) {
 
 // publisherProc starts a real publicatie process on the world's database and queues.
 func (w *world) publisherProc(t *testing.T, name, bin string, env ...string) *brptest.Proc {
-	return brptest.Start(t, name, bin, brptest.Env(w.dbURL, w.q, env...)...)
+	return brptest.Start(t, name, bin, w.env(env...)...)
 }
 
 func (w *world) verify(t *testing.T) load.OrderReport {

@@ -65,20 +65,26 @@ func Name(t testing.TB) string {
 // the handle and the database's URL (for processes started by the test).
 func DB(t testing.TB) (*sqlx.DB, string) {
 	t.Helper()
+	return DBOn(t, DatabaseURL())
+}
+
+// DBOn is DB on the server of serverURL.
+func DBOn(t testing.TB, serverURL string) (*sqlx.DB, string) {
+	t.Helper()
 	ctx := context.Background()
-	admin, err := sqlx.Open("postgres", DatabaseURL())
+	admin, err := sqlx.Open("postgres", serverURL)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
 	}
 	defer admin.Close()
 	if err := admin.PingContext(ctx); err != nil {
-		t.Fatalf("brptest: PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %v", DatabaseURL(), err)
+		t.Fatalf("brptest: PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %v", serverURL, err)
 	}
 	name := "t_" + Name(t)
 	if _, err := admin.ExecContext(ctx, `create database `+name); err != nil {
 		t.Fatalf("brptest: create database: %v", err)
 	}
-	u, err := url.Parse(DatabaseURL())
+	u, err := url.Parse(serverURL)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
 	}
@@ -91,7 +97,7 @@ func DB(t testing.TB) (*sqlx.DB, string) {
 	db.SetMaxOpenConns(30)
 	t.Cleanup(func() {
 		db.Close()
-		a, err := sqlx.Open("postgres", DatabaseURL())
+		a, err := sqlx.Open("postgres", serverURL)
 		if err != nil {
 			return
 		}
@@ -127,38 +133,74 @@ type Received struct {
 	Body      []byte
 }
 
-// Reader reads a queue back in order, acknowledging what it read.
+// Reader reads a queue back in order, acknowledging what it read. It redials when the broker
+// goes away (a restart scenario); a message whose ack was lost comes again later, which only
+// adds a duplicate after its first occurrence.
 type Reader struct {
-	t    testing.TB
-	conn *broker.Conn
-	sub  *broker.Subscription
+	t testing.TB
 
 	mu  sync.Mutex
 	got []Received
-	err error
 }
 
-// Read subscribes to queue and collects its messages in the background until t ends.
+// Read subscribes to queue on the tests' broker and collects its messages until t ends.
 func Read(t testing.TB, queue string) *Reader {
 	t.Helper()
-	conn, err := broker.Dial(context.Background(), Broker())
+	return ReadFrom(t, Broker(), queue)
+}
+
+// ReadFrom is Read on the broker of cfg.
+func ReadFrom(t testing.TB, cfg broker.Config, queue string) *Reader {
+	t.Helper()
+	r := &Reader{t: t}
+	conn, sub, err := subscribe(cfg, queue)
 	if err != nil {
-		t.Fatalf("brptest: broker at %s is not reachable (start it with scripts/services.sh up): %v", Broker().Addr, err)
+		t.Fatalf("brptest: broker at %s is not reachable (start it with scripts/services.sh up): %v", cfg.Addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			r.drain(ctx, sub)
+			conn.Close()
+			for ctx.Err() == nil {
+				if conn, sub, err = subscribe(cfg, queue); err == nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+func subscribe(cfg broker.Config, queue string) (*broker.Conn, *broker.Subscription, error) {
+	conn, err := broker.Dial(context.Background(), cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	// Prefetch 1 with an immediate ack keeps the read order the queue's order.
 	sub, err := conn.Subscribe(context.Background(), queue, 1)
 	if err != nil {
-		t.Fatalf("brptest: subscribe %s: %v", queue, err)
+		conn.Close()
+		return nil, nil, err
 	}
-	r := &Reader{t: t, conn: conn, sub: sub}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m := range sub.C() {
-			if m.Err != nil {
-				r.mu.Lock()
-				r.err = m.Err
-				r.mu.Unlock()
+	return conn, sub, nil
+}
+
+// drain reads until the subscription breaks or ctx ends.
+func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-sub.C():
+			if !ok || m.Err != nil {
 				return
 			}
 			r.add(m)
@@ -166,9 +208,7 @@ func Read(t testing.TB, queue string) *Reader {
 				return
 			}
 		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
-	return r
+	}
 }
 
 func (r *Reader) add(m *stomp.Message) {
@@ -197,13 +237,6 @@ func (r *Reader) IDs() []int64 {
 		ids = append(ids, m.AdmhndID)
 	}
 	return ids
-}
-
-// Err reports a broken subscription.
-func (r *Reader) Err() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
 }
 
 // Eventually polls cond every 50 ms until it returns nil or timeout passes, then fails t with
