@@ -226,4 +226,3 @@ func TestDatabaseRestartedMidRun(t *testing.T) {
 		t.Fatal("the publisher did not log losing the database")
 	}
 }
-
