@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test against a real PostgreSQL and ActiveMQ: starts them (installing what is
-# missing), then go vet and go test. Extra arguments go to go test (for example: -run EndToEnd).
+# missing), then go vet and go test. The chaos test runs last, on its own and verbosely, so its
+# counts (published, delivered, duplicates, kills) are printed. Extra arguments go to both go
+# test runs (for example: -run EndToEnd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh up
 eval "$(scripts/services.sh env)"
 go vet ./...
-go test -count=1 -timeout 60m "$@" ./...
+go vet -tags faults ./...
+go test -count=1 -timeout 60m -skip '^TestChaos$' "$@" ./...
+go test -count=1 -timeout 20m -v -run '^TestChaos$' "$@" ./scenarios/ | grep -E '^(=== RUN|--- |\s+chaos_test.go|ok|FAIL|PASS)'

@@ -1,0 +1,93 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+)
+
+// TestChaos runs 20,000 handelingen over 2,000 persons through one publisher and four
+// consumers (real processes on services of its own) while a loop kill -9s a random consumer
+// every 1-3 s and restarts it, the broker is restarted once and the publisher is killed once
+// and replaced. scripts/test.sh runs it on its own, verbosely, so its counts are printed.
+func TestChaos(t *testing.T) {
+	svc := brptest.PrivateServices(t)
+	spec := load.Spec{N: 20000, Personen: 2000, Multi: 0.3, Excluded: 0.05, NoPerson: 5, Seed: uint64(time.Now().UnixNano())}
+	w := newWorldOn(t, svc, spec)
+	pubBin, conBin := brptest.Build(t, "cmd/publicatie"), brptest.Build(t, "cmd/mutatielevering")
+	total := 0
+	for _, h := range w.hs {
+		if h.Soort != load.ExcludedSoort && len(h.Personen) > 0 {
+			total++
+		}
+	}
+
+	var mu sync.Mutex
+	publishers := []*brptest.Proc{w.publisherProc(t, "publicatie-1", pubBin)}
+	var consumers [4]*brptest.Proc
+	for i := range consumers {
+		consumers[i] = w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), conBin)
+	}
+	start := time.Now()
+	kills, brokerRestarts, publisherKills := 0, 0, 0
+	ctx, cancel := context.WithCancel(context.Background())
+	chaosDone := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		r := rand.New(rand.NewPCG(spec.Seed, 1))
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second + time.Duration(r.IntN(2000))*time.Millisecond):
+			}
+			delivered := w.delivered(t)
+			mu.Lock()
+			switch {
+			case brokerRestarts == 0 && delivered > total/4:
+				svc.RestartBroker()
+				brokerRestarts++
+			case publisherKills == 0 && delivered > total/2:
+				old := publishers[len(publishers)-1]
+				old.Kill()
+				publishers = append(publishers, w.publisherProc(t, fmt.Sprintf("publicatie-%d", len(publishers)+1), pubBin))
+				publisherKills++
+			default:
+				i := r.IntN(len(consumers))
+				consumers[i].Kill()
+				consumers[i] = w.consumerProc(t, fmt.Sprintf("mutatielevering-%d.%d", i+1, n), conBin)
+				kills++
+			}
+			mu.Unlock()
+		}
+	}()
+
+	rep := verifyDeliveredWithin(t, w.db, w.hs, w.verzending, 10*time.Minute)
+	cancel()
+	<-chaosDone
+	mu.Lock()
+	defer mu.Unlock()
+	published := 0
+	for _, p := range publishers {
+		for _, l := range p.Lines("round committed") {
+			n, _ := l["published"].(float64)
+			published += int(n)
+		}
+	}
+	st := brptest.Statuses(t, w.db)
+	t.Logf("chaos: %d handelingen (%d to deliver, %d without persons, %d excluded) in %v",
+		len(w.hs), total, spec.NoPerson, len(w.hs)-total-spec.NoPerson, time.Since(start).Round(time.Second))
+	t.Logf("chaos: published %d (incl. republished), delivered %d, fout %d, verzending messages %d, duplicates %d",
+		published, st["geleverd"], st["fout"], rep.Messages, rep.Duplicates)
+	t.Logf("chaos: consumer kills %d, broker restarts %d, publisher kills %d; per-person order OK",
+		kills, brokerRestarts, publisherKills)
+	if brokerRestarts != 1 || publisherKills != 1 || kills < 5 {
+		t.Fatalf("chaos incomplete: %d consumer kills, %d broker restarts, %d publisher kills", kills, brokerRestarts, publisherKills)
+	}
+}
