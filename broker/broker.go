@@ -32,16 +32,20 @@ type Config struct {
 	// heart-beats off and relies on TCP keepalive, because ActiveMQ and go-stomp disagree on
 	// heart-beat timing.
 	HeartBeat time.Duration
-	// OpTimeout bounds every wait for the broker: dialling, a receipt, a commit. Default 30s.
+	// OpTimeout bounds every wait for the broker: dialling, a receipt, a commit. Default
+	// DefaultOpTimeout.
 	OpTimeout time.Duration
 }
+
+// DefaultOpTimeout is Config.OpTimeout's default.
+const DefaultOpTimeout = 30 * time.Second
 
 // ErrConfig is returned for an invalid Config.
 var ErrConfig = errors.New("broker: invalid config")
 
 func (c *Config) setDefaults() {
 	if c.OpTimeout == 0 {
-		c.OpTimeout = 30 * time.Second
+		c.OpTimeout = DefaultOpTimeout
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-stomp/stomp/v3"
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
 )
@@ -36,8 +37,13 @@ type Config struct {
 	// Prefetch is how many unacknowledged publications the broker may push to this process.
 	// Default 2*Workers.
 	Prefetch int
+	// ShutdownGrace is how long, after ctx ends, a worker may still finish the publication it
+	// holds (and ack it) before it is abandoned and goes back to the queue. Default 10s.
+	ShutdownGrace time.Duration
 	// Broker says how to reach the broker.
 	Broker broker.Config
+	// Registerer receives the consumer's metrics; nil keeps them unregistered.
+	Registerer prometheus.Registerer
 	// Hooks are fault seams for tests; the zero value does nothing.
 	Hooks Hooks
 }
@@ -70,6 +76,9 @@ func (c *Config) setDefaults() {
 	if c.Prefetch == 0 {
 		c.Prefetch = 2 * c.Workers
 	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
 }
 
 func (c Config) validate() error {
@@ -91,6 +100,9 @@ type Consumer struct {
 	log *slog.Logger
 
 	delivered, duplicates, fout, parked atomic.Int64
+	connected                           atomic.Bool
+	processing                          prometheus.Histogram
+	reconnects                          *prometheus.CounterVec
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
@@ -99,8 +111,44 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, db: db, log: log}, nil
+	c := &Consumer{cfg: cfg, db: db, log: log}
+	c.register(cfg.Registerer)
+	return c, nil
 }
+
+// MetricsNamespace prefixes every metric of the service.
+const MetricsNamespace = "brp_levering"
+
+func (c *Consumer) register(reg prometheus.Registerer) {
+	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: name, Help: help},
+			func() float64 { return float64(v.Load()) })
+	}
+	c.processing = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: MetricsNamespace,
+		Name: "processing_duration_seconds", Help: "Time to handle one publication, from receipt to commit.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
+		Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"})
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(
+		counter("delivered_total", "Handelingen set geleverd and sent to the verzending queue by this process.", &c.delivered),
+		counter("duplicates_total", "Publications absorbed because their handeling was already delivered.", &c.duplicates),
+		counter("fout_total", "Handelingen set fout (known errors) by this process.", &c.fout),
+		counter("set_aside_total", "Unreadable publications sent to the dead-letter queue.", &c.parked),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "broker_connected",
+			Help: "1 while the consumer is subscribed to the publication queue."}, func() float64 {
+			if c.connected.Load() {
+				return 1
+			}
+			return 0
+		}),
+		c.processing, c.reconnects)
+}
+
+// Connected reports whether the consumer is subscribed to the publication queue now.
+func (c *Consumer) Connected() bool { return c.connected.Load() }
 
 // Counts is what a Consumer has done since it started.
 type Counts struct {
@@ -130,6 +178,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		if !failing || connected {
 			c.log.Warn("broker connection lost, reconnecting", slog.Any("error", err), slog.String("addr", c.cfg.Broker.Addr))
+			c.reconnects.WithLabelValues("broker").Inc()
 		}
 		failing = true
 		select {
@@ -163,15 +212,29 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 		return false, err
 	}
 	c.log.Info("connected to broker", slog.String("addr", c.cfg.Broker.Addr), slog.String("server", recv.Server))
+	c.connected.Store(true)
+	defer c.connected.Store(false)
 
+	// sctx stops the workers taking new publications; hard, ShutdownGrace later, abandons the
+	// one in hand. A broken connection cancels both at once.
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	hard, hardCancel := context.WithCancel(context.WithoutCancel(sctx))
+	defer hardCancel()
+	stopGrace := context.AfterFunc(sctx, func() {
+		if context.Cause(sctx) != nil && !errors.Is(context.Cause(sctx), context.Canceled) {
+			hardCancel()
+			return
+		}
+		time.AfterFunc(c.cfg.ShutdownGrace, hardCancel)
+	})
+	defer stopGrace()
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.work(sctx, sub, send); err != nil {
+			if err := c.work(sctx, hard, sub, send); err != nil {
 				cancel(err)
 			}
 		}()
@@ -183,8 +246,8 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 	return true, ctx.Err()
 }
 
-// work handles publications one at a time until the session ends.
-func (c *Consumer) work(ctx context.Context, sub *broker.Subscription, send *broker.Conn) error {
+// work handles publications one at a time until ctx ends; hard bounds the one in hand.
+func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, send *broker.Conn) error {
 	for {
 		var m *stomp.Message
 		var ok bool
@@ -199,9 +262,11 @@ func (c *Consumer) work(ctx context.Context, sub *broker.Subscription, send *bro
 		if m.Err != nil {
 			return m.Err
 		}
-		if err := c.handle(ctx, m, send); err != nil {
+		start := time.Now()
+		if err := c.handle(hard, m, send); err != nil {
 			return err
 		}
+		c.processing.Observe(time.Since(start).Seconds())
 		// The ack is not bound to ctx: a publication that was processed is acknowledged even
 		// during shutdown.
 		if err := sub.Ack(context.Background(), m); err != nil {
@@ -270,6 +335,7 @@ func (c *Consumer) handle(ctx context.Context, m *stomp.Message, send *broker.Co
 		}
 		if !failing {
 			log.Warn("database unavailable, retrying", slog.Any("error", err))
+			c.reconnects.WithLabelValues("database").Inc()
 			failing = true
 		}
 		select {

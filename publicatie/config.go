@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/brp/levering/broker"
 )
 
@@ -61,6 +63,8 @@ type Config struct {
 	ListenURL string
 	// Broker says how to reach the broker.
 	Broker broker.Config
+	// Registerer receives the publisher's metrics; nil keeps them unregistered.
+	Registerer prometheus.Registerer
 	// Hooks are fault seams for tests; the zero value does nothing.
 	Hooks Hooks
 }
@@ -101,6 +105,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Wartezeit == 0 {
 		c.Wartezeit = max(2*c.Delay, MinWartezeit)
+	}
+	if c.Broker.OpTimeout == 0 {
+		c.Broker.OpTimeout = broker.DefaultOpTimeout
 	}
 	if c.Instance == "" {
 		host, _ := os.Hostname()

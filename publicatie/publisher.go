@@ -15,6 +15,19 @@ import (
 	"github.com/brp/levering/broker"
 )
 
+// errDatabase marks round failures of the database (the rest are the broker's).
+var errDatabase = errors.New("database")
+
+func dbErr(err error) error { return fmt.Errorf("%w: %w", errDatabase, err) }
+
+// dependency names what a round failure was about, for logs and metrics.
+func dependency(err error) string {
+	if errors.Is(err, errDatabase) {
+		return "database"
+	}
+	return "broker"
+}
+
 // StandaloneWarning is logged at start in standalone mode (after the IsyFact polling seed).
 const StandaloneWarning = `standalone mode: no polling cluster lease is used and this instance always publishes; ` +
 	`run exactly one publisher (Der Polling-Modus wurde auf "Standalone" gesetzt!)`
@@ -27,6 +40,7 @@ type Publisher struct {
 	lease *lease
 	wake  chan struct{}
 
+	m         *metrics
 	epoch     atomic.Int64 // current lease epoch; 0 while follower
 	conn      *broker.Conn
 	rounds    atomic.Int64
@@ -45,6 +59,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 		log:   log.With(slog.String("cluster", cfg.Cluster), slog.String("instance", cfg.Instance)),
 		lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
 		wake:  make(chan struct{}, 1),
+		m:     newMetrics(cfg.Registerer),
 	}, nil
 }
 
@@ -87,6 +102,7 @@ func (p *Publisher) Status(ctx context.Context) (Status, error) {
 func (p *Publisher) Run(ctx context.Context) error {
 	if p.cfg.Standalone {
 		p.log.Warn(StandaloneWarning)
+		p.m.leader.Set(1)
 	} else {
 		go p.keepLease(ctx)
 	}
@@ -108,7 +124,8 @@ func (p *Publisher) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			if failing == nil {
-				p.log.Error("publication round failed, retrying", slog.Any("error", err))
+				p.log.Error("publication round failed, retrying", slog.String("dependency", dependency(err)), slog.Any("error", err))
+				p.m.reconnects.WithLabelValues(dependency(err)).Inc()
 			}
 			failing = err
 			wait = min(backoff, p.cfg.Delay)
@@ -193,13 +210,26 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 			return false, err
 		}
 		p.epoch.Store(epoch)
+		p.m.leader.Set(1)
 		p.log.Info("became leader", slog.Int64("epoch", epoch))
 	}
-	more, err = p.round(ctx, epoch)
-	if errors.Is(err, ErrLostLease) {
-		p.epoch.CompareAndSwap(epoch, 0)
+	// A round that has begun is finished even when shutdown starts: cutting it after the broker
+	// commit would only cost a republication. OpTimeout bounds every broker wait in it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*p.cfg.Broker.OpTimeout+p.cfg.Wartezeit)
+	defer cancel()
+	published, more, err := p.round(rctx, epoch)
+	switch {
+	case errors.Is(err, ErrLostLease):
+		p.m.rounds.WithLabelValues("fenced").Inc()
+		p.loseLease(epoch)
 		p.log.Warn("lost the lease during a round; the round was rolled back", slog.Int64("epoch", epoch))
 		return false, nil
+	case err != nil:
+		p.m.rounds.WithLabelValues("failed").Inc()
+	case published > 0:
+		p.m.rounds.WithLabelValues("committed").Inc()
+	default:
+		p.m.rounds.WithLabelValues("empty").Inc()
 	}
 	return more, err
 }
@@ -224,10 +254,19 @@ func (p *Publisher) keepLease(ctx context.Context) {
 			p.log.Warn("could not record polling activity", slog.Any("error", err))
 			continue
 		}
-		if !ok && p.epoch.CompareAndSwap(epoch, 0) {
+		if !ok && p.loseLease(epoch) {
 			p.log.Warn("lease taken over by another instance; now follower", slog.Int64("epoch", epoch))
 		}
 	}
+}
+
+// loseLease turns this instance into a follower if it still led under epoch.
+func (p *Publisher) loseLease(epoch int64) bool {
+	if !p.epoch.CompareAndSwap(epoch, 0) {
+		return false
+	}
+	p.m.leader.Set(0)
+	return true
 }
 
 func (p *Publisher) shutdown() {
@@ -235,6 +274,7 @@ func (p *Publisher) shutdown() {
 		p.conn.Disconnect()
 		p.conn = nil
 	}
+	p.m.leader.Set(0)
 	if epoch := p.epoch.Swap(0); epoch > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -256,61 +296,61 @@ type publication struct {
 // the oldest candidates, keep those that overtake nobody, mark them in_levering, send them (and
 // any whose earlier message was lost) in one broker transaction and, only if the lease is
 // still ours, commit.
-func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err error) {
+func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more bool, err error) {
 	start := time.Now()
 	if epoch > 0 {
 		if ok, err := p.lease.renew(ctx, p.db, epoch); err != nil {
-			return false, fmt.Errorf("database: %w", err)
+			return 0, false, dbErr(err)
 		} else if !ok {
-			return false, ErrLostLease
+			return 0, false, ErrLostLease
 		}
 	}
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("database: begin round: %w", err)
+		return 0, false, dbErr(fmt.Errorf("begin round: %w", err))
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	// A leader frozen inside a round must not hold its row locks forever: the database ends
 	// the session, and with it the round, after wartezeit.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`set local idle_in_transaction_session_timeout = %d`, p.cfg.Wartezeit.Milliseconds())); err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return 0, false, dbErr(err)
 	}
 	horizon, err := readHorizon(ctx, tx)
 	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return 0, false, dbErr(err)
 	}
 	inLevering, err := countInLevering(ctx, tx)
 	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return 0, false, dbErr(err)
 	}
 	stale, err := readStale(ctx, tx, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering)
 	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return 0, false, dbErr(err)
 	}
 	budget := p.cfg.MaxInLevering - inLevering
 	var candidates, keep []Candidate
 	if budget > 0 {
 		if candidates, err = readCandidates(ctx, tx, p.cfg.Excluded, p.cfg.Limit, horizon); err != nil {
-			return false, fmt.Errorf("database: %w", err)
+			return 0, false, dbErr(err)
 		}
 	}
 	if len(candidates) > 0 {
 		blocked, err := readBlocked(ctx, tx, p.cfg.FoutPolicy)
 		if err != nil {
-			return false, fmt.Errorf("database: %w", err)
+			return 0, false, dbErr(err)
 		}
 		keep = Select(candidates, blocked, budget)
 	}
 	if len(keep) == 0 && len(stale) == 0 {
-		return false, nil
+		return 0, false, nil
 	}
 	republished, err := touchStale(ctx, tx, ids(stale))
 	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return 0, false, dbErr(err)
 	}
 	marked, err := markInLevering(ctx, tx, ids(keep))
 	if err != nil {
-		return false, fmt.Errorf("database: %w", err)
+		return 0, false, dbErr(err)
 	}
 	var msgs []broker.Message
 	var sent []int64
@@ -324,7 +364,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err erro
 			}
 			body, err := json.Marshal(publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
 			if err != nil {
-				return false, fmt.Errorf("encode publication %d: %w", c.ID, err)
+				return 0, false, fmt.Errorf("encode publication %d: %w", c.ID, err)
 			}
 			msgs = append(msgs, broker.Message{Destination: p.cfg.Queue, AdmhndID: c.ID, Body: body})
 			sent = append(sent, c.ID)
@@ -335,31 +375,34 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err erro
 			slog.Int("count", len(republished)), slog.Duration("redelivery_timeout", p.cfg.RedeliveryTimeout))
 	}
 	if err := runHook(ctx, p.cfg.Hooks.AfterMark, sent); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	if len(msgs) > 0 {
 		if err := p.send(ctx, msgs); err != nil {
-			return false, err
+			return 0, false, err
 		}
 	}
 	if err := runHook(ctx, p.cfg.Hooks.AfterBrokerCommit, sent); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	// The fence: commit only while the lease is still ours. The row lock taken here makes a
 	// takeover wait until this commit, so no two epochs ever commit rounds at the same time.
 	if epoch > 0 {
 		if ok, err := p.lease.renew(ctx, tx, epoch); err != nil {
-			return false, fmt.Errorf("database: %w", err)
+			return 0, false, dbErr(err)
 		} else if !ok {
-			return false, ErrLostLease
+			return 0, false, ErrLostLease
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("database: commit round: %w", err)
+		return 0, false, dbErr(fmt.Errorf("commit round: %w", err))
 	}
 	if len(sent) > 0 {
 		p.rounds.Add(1)
 		p.published.Add(int64(len(sent)))
+		p.m.published.Add(float64(len(marked)))
+		p.m.republished.Add(float64(len(republished)))
+		p.m.roundTime.Observe(time.Since(start).Seconds())
 	}
 	if h := p.cfg.Hooks.RoundCommitted; h != nil {
 		h(sent)
@@ -367,7 +410,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (more bool, err erro
 	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
 		slog.Int("republished", len(republished)), slog.Int("candidates", len(candidates)),
 		slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
-	return len(candidates) == p.cfg.Limit && len(keep) < budget, nil
+	return len(sent), len(candidates) == p.cfg.Limit && len(keep) < budget, nil
 }
 
 func ids(cs []Candidate) []int64 {

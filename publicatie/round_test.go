@@ -61,7 +61,7 @@ func (e *roundEnv) insert(hs ...load.Handeling) {
 func (e *roundEnv) round() []int64 {
 	e.t.Helper()
 	e.last = nil
-	if _, err := e.pub.round(context.Background(), 0); err != nil {
+	if _, _, err := e.pub.round(context.Background(), 0); err != nil {
 		e.t.Fatalf("round: %v", err)
 	}
 	return e.last

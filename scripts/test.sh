@@ -6,6 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh up
+# The status page is tested in headless Chromium.
+if ! command -v chromium >/dev/null; then
+  echo "test: installing chromium for the status page test" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null
+fi
 eval "$(scripts/services.sh env)"
 go vet ./...
 go vet -tags faults ./...

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/internal/fault"
@@ -70,7 +71,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	reg := prometheus.NewRegistry()
 	c, err := levering.New(db, levering.Config{
+		Registerer:      reg,
 		Queue:           string(cfg.Queue),
 		VerzendingQueue: string(cfg.VerzendingQueue),
 		DeadLetterQueue: string(cfg.DeadLetterQueue),
@@ -85,8 +88,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux := setup.Mux(reg, nil, setup.Check{Name: "database", Check: db.PingContext},
+		setup.Check{Name: "broker", Check: func(context.Context) error {
+			if !c.Connected() {
+				return errors.New("not subscribed to the publication queue")
+			}
+			return nil
+		}})
 	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
 		return err
 	}

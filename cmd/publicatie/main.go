@@ -12,11 +12,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/internal/fault"
+	"github.com/brp/levering/operate"
 	"github.com/brp/levering/publicatie"
 	"github.com/brp/levering/schema"
 )
@@ -79,13 +84,14 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
-var errUsage = errors.New("usage: publicatie [migrate]")
+var errUsage = errors.New("usage: publicatie [migrate | status | fout list|show|retry|release ...]")
 
 func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, setup.ErrConfig), errors.Is(err, errUsage), errors.Is(err, publicatie.ErrConfig):
+	case errors.Is(err, setup.ErrConfig), errors.Is(err, errUsage), errors.Is(err, errOperateUsage),
+		errors.Is(err, publicatie.ErrConfig):
 		return 2
 	}
 	return 1
@@ -106,8 +112,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, cfg, log, stdout)
 	case cmd == "" || cmd == "run":
 		return serve(ctx, cfg, log)
+	case cmd == "status" || cmd == "fout":
+		db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return operateCommand(ctx, db, args, stdout, cfg.overview())
 	}
 	return errUsage
+}
+
+func (cfg config) overview() operate.OverviewConfig {
+	return operate.OverviewConfig{Excluded: []string(cfg.Excluded), FoutPolicy: string(cfg.FoutPolicy), Cluster: string(cfg.Cluster)}
 }
 
 func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
@@ -125,6 +142,28 @@ func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer
 		log.Info("migration applied", slog.String("migration", name))
 	}
 	return nil
+}
+
+// brokerCheck dials the broker (at most every 2 s; in between it repeats the last answer):
+// the publisher holds a connection only while it publishes, so readiness asks the broker itself.
+func brokerCheck(cfg broker.Config) func(context.Context) error {
+	var mu sync.Mutex
+	var last time.Time
+	var lastErr error
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < 2*time.Second {
+			return lastErr
+		}
+		cfg.OpTimeout = 2 * time.Second
+		c, err := broker.Dial(ctx, cfg)
+		if err == nil {
+			c.Disconnect()
+		}
+		last, lastErr = time.Now(), err
+		return err
+	}
 }
 
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
@@ -159,11 +198,16 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	reg := prometheus.NewRegistry()
+	pcfg.Registerer = reg
+	reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded))
 	pub, err := publicatie.New(db, pcfg, log)
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
+	mux := setup.Mux(reg, func() map[string]any {
+		return map[string]any{"leader": pub.Leader(), "instance": pub.Config().Instance}
+	}, setup.Check{Name: "database", Check: db.PingContext}, setup.Check{Name: "broker", Check: brokerCheck(bcfg)})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		st, err := pub.Status(r.Context())
 		w.Header().Set("Content-Type", "application/json")
@@ -172,7 +216,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 		_ = json.NewEncoder(w).Encode(st)
 	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	// The status view for people: backlog, in levering, blocked persons, the fout list.
+	mux.Handle("/", operate.Handler(db, cfg.overview(), func() (string, bool) { return pub.Config().Instance, pub.Leader() }))
 	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
 		return err
 	}

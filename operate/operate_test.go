@@ -1,0 +1,488 @@
+package operate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/operate"
+)
+
+// The crafted data set. tsreg is base + the number of seconds given, so (tsreg, id) order is
+// the order below unless noted.
+//
+//	id  persons  soort       status                          blocks?
+//	17  10       excluded    NULL (older than everything)    -
+//	 1  1        HUWELIJK    fout, not released              person 1 (strict), waiting: 2
+//	 2  1        HUWELIJK    NULL
+//	 3  2        VERHUIZING  in_levering since 30s           person 2, waiting: 4
+//	 4  2        VERHUIZING  NULL
+//	 5  3        GEBOORTE    in_levering                     person 3, but nothing waits
+//	 6  4        VERHUIZING  fout, released                  nobody (released)
+//	 7  4        VERHUIZING  NULL
+//	 9  5        OVERLIJDEN  fout, not released              person 5 waits only for excluded 8
+//	 8  5        excluded    NULL
+//	12  4        GEBOORTE    geleverd 5.5 minutes ago        (overtook fout 6)
+//	10  9        GEBOORTE    geleverd 30 s ago
+//	11  9        GEBOORTE    geleverd 20 s ago
+//	13  9        GEBOORTE    geleverd 2 hours ago
+//	14  6        GEBOORTE    NULL                            (no blocker)
+//	15  7, 8     HUWELIJK    fout, not released              person 8 (strict), waiting: 16
+//	16  8        HUWELIJK    NULL
+const (
+	reden1  = "afnemerindicatie ontbreekt voor persoon 1"
+	reden15 = "persoon 8 niet gevonden"
+)
+
+func craft(t *testing.T, db *sqlx.DB) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	hs := []load.Handeling{
+		{ID: 17, Soort: load.ExcludedSoort, Tsreg: at(0), Personen: []int64{10}},
+		{ID: 1, Soort: "HUWELIJK", Tsreg: at(1), Personen: []int64{1}},
+		{ID: 2, Soort: "HUWELIJK", Tsreg: at(2), Personen: []int64{1}},
+		{ID: 3, Soort: "VERHUIZING", Tsreg: at(3), Personen: []int64{2}},
+		{ID: 4, Soort: "VERHUIZING", Tsreg: at(4), Personen: []int64{2}},
+		{ID: 5, Soort: "GEBOORTE", Tsreg: at(5), Personen: []int64{3}},
+		{ID: 6, Soort: "VERHUIZING", Tsreg: at(6), Personen: []int64{4}},
+		{ID: 7, Soort: "VERHUIZING", Tsreg: at(7), Personen: []int64{4}},
+		{ID: 9, Soort: "OVERLIJDEN", Tsreg: at(8), Personen: []int64{5}},
+		{ID: 8, Soort: load.ExcludedSoort, Tsreg: at(9), Personen: []int64{5}},
+		{ID: 12, Soort: "GEBOORTE", Tsreg: at(10), Personen: []int64{4}},
+		{ID: 10, Soort: "GEBOORTE", Tsreg: at(11), Personen: []int64{9}},
+		{ID: 11, Soort: "GEBOORTE", Tsreg: at(12), Personen: []int64{9}},
+		{ID: 13, Soort: "GEBOORTE", Tsreg: at(13), Personen: []int64{9}},
+		{ID: 14, Soort: "GEBOORTE", Tsreg: at(14), Personen: []int64{6}},
+		{ID: 15, Soort: "HUWELIJK", Tsreg: at(15), Personen: []int64{7, 8}},
+		{ID: 16, Soort: "HUWELIJK", Tsreg: at(16), Personen: []int64{8}},
+	}
+	if err := load.Insert(ctx, db, hs); err != nil {
+		t.Fatal(err)
+	}
+	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = $2, tspub = now() - interval '1 hour' where id = $1`, 1, reden1)
+	sqlExec(t, db, `update admhnd set statuslev = 'in_levering', tspub = now() - interval '30 seconds' where id = 3`)
+	sqlExec(t, db, `update admhnd set statuslev = 'in_levering', tspub = now() where id = 5`)
+	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = 'time-out', vrijgegeven = now() where id = 6`)
+	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = 'afgewezen' where id = 9`)
+	sqlExec(t, db, `update admhnd set statuslev = 'geleverd', tslev = now() - interval '330 seconds' where id = 12`)
+	sqlExec(t, db, `update admhnd set statuslev = 'geleverd', tslev = now() - interval '30 seconds' where id = 10`)
+	sqlExec(t, db, `update admhnd set statuslev = 'geleverd', tslev = now() - interval '20 seconds' where id = 11`)
+	sqlExec(t, db, `update admhnd set statuslev = 'geleverd', tslev = now() - interval '2 hours' where id = 13`)
+	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = $2 where id = $1`, 15, reden15)
+	sqlExec(t, db, `insert into publicatie_lease (cluster, holder, epoch, heartbeat, acquired)
+		values ('default', 'host-a-123', 3, now() - interval '2 seconds', now() - interval '1 hour')`)
+	return base
+}
+
+func sqlExec(t *testing.T, db *sqlx.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func persons(bs []operate.BlockedPerson) []int64 {
+	var out []int64
+	for _, b := range bs {
+		out = append(out, b.PersoonID)
+	}
+	return out
+}
+
+func TestOverviewStrict(t *testing.T) {
+	db, _ := brptest.DB(t)
+	base := craft(t, db)
+	o, err := operate.ReadOverview(context.Background(), db, operate.OverviewConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Cluster != "default" || o.FoutPolicy != "strict" || !slices.Equal(o.Excluded, []string{load.ExcludedSoort}) {
+		t.Errorf("defaults: cluster %q policy %q excluded %v", o.Cluster, o.FoutPolicy, o.Excluded)
+	}
+	if d := time.Since(o.GeneratedAt); d < -time.Minute || d > time.Minute {
+		t.Errorf("generated at %v, not the database's now", o.GeneratedAt)
+	}
+	// Backlog: 2, 4, 7, 14, 16; the excluded 8 and 17 do not count.
+	if o.Backlog != 5 || o.InLevering != 2 || o.Fout != 4 || o.Geleverd != 4 {
+		t.Errorf("counts: backlog %d in_levering %d fout %d geleverd %d, want 5 2 4 4", o.Backlog, o.InLevering, o.Fout, o.Geleverd)
+	}
+	want := []int64{0, 0, 0, 0, 1, 0, 0, 0, 0, 2}
+	if !slices.Equal(o.DeliveredPerMinute, want) || o.DeliveredLastMinute != 2 {
+		t.Errorf("per minute %v (last %d), want %v (last 2)", o.DeliveredPerMinute, o.DeliveredLastMinute, want)
+	}
+	// The oldest undelivered is 2, not the excluded 17 nor the fout 1.
+	if o.Oldest == nil || o.Oldest.ID != 2 || o.Oldest.Statuslev != "" || !o.Oldest.Tsreg.Equal(base.Add(2*time.Second)) {
+		t.Fatalf("oldest %+v, want handeling 2", o.Oldest)
+	}
+	if o.Oldest.AgeSeconds < 3500 || o.Oldest.AgeSeconds > 3700 {
+		t.Errorf("oldest age %v s, want about an hour", o.Oldest.AgeSeconds)
+	}
+	// Blocked: 1 (fout 1), 2 (in levering 3), 8 (fout 15); not 3 (nothing waits), 4 (released),
+	// 5 (only an excluded one waits), 7 (nothing waits).
+	if got := persons(o.Blocked); !slices.Equal(got, []int64{1, 2, 8}) || o.BlockedTotal != 3 {
+		t.Fatalf("blocked %v (total %d), want [1 2 8]: %+v", got, o.BlockedTotal, o.Blocked)
+	}
+	b := o.Blocked
+	if b[0].BlockingID != 1 || b[0].BlockingStatus != "fout" || b[0].Why != "fout: "+reden1 || b[0].Waiting != 1 {
+		t.Errorf("person 1: %+v", b[0])
+	}
+	if b[1].BlockingID != 3 || b[1].BlockingStatus != "in_levering" || !strings.HasPrefix(b[1].Why, "in levering since 3") || b[1].Waiting != 1 {
+		t.Errorf("person 2: %+v", b[1])
+	}
+	if b[2].BlockingID != 15 || b[2].Why != "fout: "+reden15 || b[2].Waiting != 1 {
+		t.Errorf("person 8: %+v", b[2])
+	}
+	var ids []int64
+	for _, f := range o.Fouten {
+		ids = append(ids, f.ID)
+	}
+	if !slices.Equal(ids, []int64{15, 9, 6, 1}) {
+		t.Errorf("fout list %v, want newest first [15 9 6 1]", ids)
+	}
+	if f := o.Fouten[0]; !slices.Equal(f.Personen, []int64{7, 8}) || f.Foutreden != reden15 || f.Vrijgegeven != nil || f.Soort != "HUWELIJK" {
+		t.Errorf("fout 15: %+v", f)
+	}
+	if o.Fouten[2].Vrijgegeven == nil {
+		t.Errorf("fout 6 should be released: %+v", o.Fouten[2])
+	}
+	if l := o.Lease; l.Cluster != "default" || l.Holder != "host-a-123" || l.Epoch != 3 || l.SecondsSinceActivity < 1 || l.SecondsSinceActivity > 30 {
+		t.Errorf("lease %+v", l)
+	}
+}
+
+func TestOverviewSkipAndOtherConfig(t *testing.T) {
+	db, _ := brptest.DB(t)
+	craft(t, db)
+	ctx := context.Background()
+	o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{FoutPolicy: "skip", Cluster: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Under skip only the in_levering handeling 3 holds anyone up.
+	if got := persons(o.Blocked); !slices.Equal(got, []int64{2}) || o.BlockedTotal != 1 {
+		t.Errorf("skip: blocked %v, want [2]", got)
+	}
+	if l := o.Lease; l.Cluster != "other" || l.Holder != "" || l.Epoch != 0 || l.SecondsSinceActivity != -1 {
+		t.Errorf("lease of a cluster without a row: %+v", l)
+	}
+	// Excluding nothing: the excluded soort's 8 and 17 are backlog, 17 is the oldest and
+	// person 5 now waits behind fout 9.
+	o, err = operate.ReadOverview(ctx, db, operate.OverviewConfig{Excluded: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Backlog != 7 || o.Oldest == nil || o.Oldest.ID != 17 {
+		t.Errorf("nothing excluded: backlog %d oldest %+v, want 7 and 17", o.Backlog, o.Oldest)
+	}
+	if got := persons(o.Blocked); !slices.Equal(got, []int64{1, 2, 5, 8}) {
+		t.Errorf("nothing excluded: blocked %v, want [1 2 5 8]", got)
+	}
+	if _, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{FoutPolicy: "lenient"}); !errors.Is(err, operate.ErrConfig) {
+		t.Errorf("bad policy: %v, want ErrConfig", err)
+	}
+}
+
+func TestOverviewEmpty(t *testing.T) {
+	db, _ := brptest.DB(t)
+	o, err := operate.ReadOverview(context.Background(), db, operate.OverviewConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Backlog != 0 || o.Oldest != nil || len(o.Blocked) != 0 || len(o.Fouten) != 0 || len(o.DeliveredPerMinute) != 10 || o.Lease.SecondsSinceActivity != -1 {
+		t.Errorf("empty database: %+v", o)
+	}
+}
+
+type beheer struct {
+	Actie, Door string
+	Toelichting *string
+}
+
+func audit(t *testing.T, db *sqlx.DB, id int64) []beheer {
+	t.Helper()
+	var out []beheer
+	if err := db.Select(&out, `select actie, door, toelichting from admhnd_beheer where admhnd_id = $1 order by id`, id); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRetry(t *testing.T) {
+	db, _ := brptest.DB(t)
+	craft(t, db)
+	ctx := context.Background()
+	if err := operate.Retry(ctx, db, 1, "alice", "afnemer hersteld"); err != nil {
+		t.Fatal(err)
+	}
+	var row struct {
+		Statuslev, Foutreden, Vrijgegeven, Tspub *string
+	}
+	if err := db.Get(&row, `select statuslev, foutreden, vrijgegeven::text, tspub::text from admhnd where id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if row.Statuslev != nil || row.Foutreden != nil || row.Vrijgegeven != nil || row.Tspub != nil {
+		t.Errorf("after retry: %+v, want all NULL", row)
+	}
+	if a := audit(t, db, 1); len(a) != 1 || a[0].Actie != "retry" || a[0].Door != "alice" || a[0].Toelichting == nil || *a[0].Toelichting != "afnemer hersteld" {
+		t.Errorf("audit %+v", a)
+	}
+	// Handeling 1 is backlog again and the oldest undelivered; person 1 is no longer blocked.
+	o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Backlog != 6 || o.Fout != 3 || o.Oldest.ID != 1 || slices.Contains(persons(o.Blocked), 1) {
+		t.Errorf("after retry: backlog %d fout %d oldest %d blocked %v", o.Backlog, o.Fout, o.Oldest.ID, persons(o.Blocked))
+	}
+	// A released fout handeling loses its release on retry.
+	if err := operate.Retry(ctx, db, 6, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	var released bool
+	if err := db.Get(&released, `select vrijgegeven is not null from admhnd where id = 6`); err != nil || released {
+		t.Errorf("6 still released after retry (%v)", err)
+	}
+
+	for _, c := range []struct {
+		id   int64
+		door string
+		want error
+	}{
+		{1, "alice", operate.ErrNotFout},  // retried already: NULL
+		{3, "alice", operate.ErrNotFout},  // in_levering
+		{10, "alice", operate.ErrNotFout}, // geleverd
+		{999, "alice", operate.ErrNotFound},
+		{9, " ", operate.ErrDoorRequired},
+	} {
+		if err := operate.Retry(ctx, db, c.id, c.door, ""); !errors.Is(err, c.want) {
+			t.Errorf("retry %d by %q: %v, want %v", c.id, c.door, err, c.want)
+		}
+	}
+	if a := audit(t, db, 9); len(a) != 0 || brptest.Status(t, db, 9) != "fout" {
+		t.Errorf("refused retry changed something: audit %+v status %s", a, brptest.Status(t, db, 9))
+	}
+}
+
+func TestRelease(t *testing.T) {
+	db, _ := brptest.DB(t)
+	craft(t, db)
+	ctx := context.Background()
+	if err := operate.Release(ctx, db, 15, "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	var released bool
+	if err := db.Get(&released, `select vrijgegeven is not null from admhnd where id = 15 and statuslev = 'fout'`); err != nil || !released {
+		t.Fatalf("15 not released and fout: %v", err)
+	}
+	if a := audit(t, db, 15); len(a) != 1 || a[0].Actie != "release" || a[0].Door != "bob" || a[0].Toelichting != nil {
+		t.Errorf("audit %+v", a)
+	}
+	o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := persons(o.Blocked); !slices.Equal(got, []int64{1, 2}) || o.Fout != 4 {
+		t.Errorf("after release: blocked %v fout %d, want [1 2] and 4", got, o.Fout)
+	}
+	for _, c := range []struct {
+		id   int64
+		door string
+		want error
+	}{
+		{15, "bob", operate.ErrAlreadyReleased},
+		{6, "bob", operate.ErrAlreadyReleased},
+		{2, "bob", operate.ErrNotFout},
+		{999, "bob", operate.ErrNotFound},
+		{9, "", operate.ErrDoorRequired},
+	} {
+		if err := operate.Release(ctx, db, c.id, c.door, "x"); !errors.Is(err, c.want) {
+			t.Errorf("release %d by %q: %v, want %v", c.id, c.door, err, c.want)
+		}
+	}
+	if a := audit(t, db, 15); len(a) != 1 {
+		t.Errorf("refused release wrote audit rows: %+v", a)
+	}
+}
+
+func TestListAndShowFout(t *testing.T) {
+	db, _ := brptest.DB(t)
+	craft(t, db)
+	ctx := context.Background()
+	fs, err := operate.ListFout(ctx, db, 2)
+	if err != nil || len(fs) != 2 || fs[0].ID != 15 || fs[1].ID != 9 {
+		t.Fatalf("list 2: %+v %v", fs, err)
+	}
+	if fs, err := operate.ListFout(ctx, db, 0); err != nil || len(fs) != 4 {
+		t.Fatalf("list all: %d %v", len(fs), err)
+	}
+
+	d, err := operate.ShowFout(ctx, db, 15, operate.OverviewConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Statuslev != "fout" || d.Foutreden != reden15 || !slices.Equal(d.Personen, []int64{7, 8}) || d.Vrijgegeven != nil {
+		t.Errorf("show 15: %+v", d)
+	}
+	if len(d.HeldBack) != 1 || d.HeldBack[0].ID != 16 || d.HeldBackTotal != 1 || d.Overtaken != 0 || len(d.Audit) != 0 {
+		t.Errorf("show 15: held back %+v (%d) overtaken %d audit %+v", d.HeldBack, d.HeldBackTotal, d.Overtaken, d.Audit)
+	}
+	// Under skip it holds nothing back.
+	if d, err := operate.ShowFout(ctx, db, 15, operate.OverviewConfig{FoutPolicy: "skip"}); err != nil || len(d.HeldBack) != 0 {
+		t.Errorf("show 15 under skip: %+v %v", d.HeldBack, err)
+	}
+	// 6 is released (holds nothing back) and was overtaken by the geleverd 12.
+	d, err = operate.ShowFout(ctx, db, 6, operate.OverviewConfig{})
+	if err != nil || len(d.HeldBack) != 0 || d.Overtaken != 1 || d.Vrijgegeven == nil {
+		t.Errorf("show 6: %+v %v", d, err)
+	}
+	// 9 waits only for an excluded handeling.
+	if d, err := operate.ShowFout(ctx, db, 9, operate.OverviewConfig{}); err != nil || d.HeldBackTotal != 0 {
+		t.Errorf("show 9: %+v %v", d, err)
+	}
+	// After a retry the history is still there.
+	if err := operate.Retry(ctx, db, 15, "carol", "opnieuw"); err != nil {
+		t.Fatal(err)
+	}
+	d, err = operate.ShowFout(ctx, db, 15, operate.OverviewConfig{})
+	if err != nil || d.Statuslev != "" || len(d.Audit) != 1 || d.Audit[0].Door != "carol" || d.Audit[0].Toelichting != "opnieuw" || len(d.HeldBack) != 0 {
+		t.Errorf("show 15 after retry: %+v %v", d, err)
+	}
+	if _, err := operate.ShowFout(ctx, db, 999, operate.OverviewConfig{}); !errors.Is(err, operate.ErrNotFound) {
+		t.Errorf("show 999: %v, want ErrNotFound", err)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestHandler(t *testing.T) {
+	db, _ := brptest.DB(t)
+	craft(t, db)
+	srv := httptest.NewServer(operate.Handler(db, operate.OverviewConfig{}, func() (string, bool) { return "host-a-123", true }))
+	defer srv.Close()
+
+	for _, path := range []string{"/", "/status.html"} {
+		code, body := get(t, srv.URL+path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%s", path, code, body)
+		}
+		for _, want := range []string{
+			`<meta http-equiv="refresh" content="5">`,
+			`href="/fout/15"`, reden15, "afnemerindicatie ontbreekt voor persoon 1",
+			"publicatie fout retry 1 --door NAME", "publicatie fout release 1 --door NAME",
+			"publicatie fout retry 6 --door NAME", "host-a-123", "leads", "in levering since",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET %s lacks %q", path, want)
+			}
+		}
+		// 6 is released already: no release command for it.
+		if strings.Contains(body, "publicatie fout release 6 ") {
+			t.Errorf("GET %s offers to release the released 6", path)
+		}
+	}
+
+	code, body := get(t, srv.URL+"/fout/15")
+	if code != http.StatusOK || !strings.Contains(body, reden15) || !strings.Contains(body, "<td>16</td>") ||
+		!strings.Contains(body, "publicatie fout release 15 --door NAME") {
+		t.Errorf("GET /fout/15: %d\n%s", code, body)
+	}
+	if code, _ := get(t, srv.URL+"/fout/999"); code != http.StatusNotFound {
+		t.Errorf("GET /fout/999: %d, want 404", code)
+	}
+	if code, _ := get(t, srv.URL+"/fout/abc"); code != http.StatusBadRequest {
+		t.Errorf("GET /fout/abc: %d, want 400", code)
+	}
+	if code, _ := get(t, srv.URL+"/nope"); code != http.StatusNotFound {
+		t.Errorf("GET /nope: %d, want 404", code)
+	}
+
+	code, body = get(t, srv.URL+"/overview.json")
+	if code != http.StatusOK {
+		t.Fatalf("GET /overview.json: %d %s", code, body)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"generated_at", "backlog", "in_levering", "geleverd", "delivered_last_minute",
+		"delivered_per_minute", "fout", "oldest_undelivered", "blocked", "blocked_total", "fouten", "lease"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("overview.json lacks %q", k)
+		}
+	}
+	var o operate.Overview
+	if err := json.Unmarshal([]byte(body), &o); err != nil || o.Backlog != 5 || o.Lease.Holder != "host-a-123" || o.Oldest.ID != 2 {
+		t.Errorf("overview.json: %+v %v", o, err)
+	}
+	if !strings.Contains(body, `"seconds_since_activity"`) || !strings.Contains(body, `"persoon_id"`) || !strings.Contains(body, `"foutreden"`) {
+		t.Errorf("overview.json keys are not snake_case:\n%s", body)
+	}
+}
+
+func TestHandlerEscapes(t *testing.T) {
+	db, _ := brptest.DB(t)
+	ctx := context.Background()
+	if err := load.Insert(ctx, db, []load.Handeling{
+		{ID: 1, Soort: `<b>SOORT</b>`, Tsreg: time.Now().Add(-time.Minute), Personen: []int64{1}},
+		{ID: 2, Soort: "GEBOORTE", Tsreg: time.Now(), Personen: []int64{1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const evil = `<script>alert("pwned")</script>`
+	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = $1 where id = 1`, evil)
+	srv := httptest.NewServer(operate.Handler(db, operate.OverviewConfig{}, nil))
+	defer srv.Close()
+	for _, path := range []string{"/", "/fout/1"} {
+		code, body := get(t, srv.URL+path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, code)
+		}
+		if strings.Contains(body, "<script") || strings.Contains(body, "<b>SOORT") {
+			t.Errorf("GET %s: unescaped markup from the database:\n%s", path, body)
+		}
+		if !strings.Contains(body, "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt;") {
+			t.Errorf("GET %s: escaped foutreden missing:\n%s", path, body)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+}
+
+func TestFormatAge(t *testing.T) {
+	for s, want := range map[float64]string{-1: "never", 0.25: "250ms", 42.9: "42s", 185: "3m05s", 7620: "2h07m", 273600: "3d04h"} {
+		if got := operate.FormatAge(s); got != want {
+			t.Errorf("FormatAge(%v) = %q, want %q", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package publicatie
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MetricsNamespace prefixes every metric of the service.
+const MetricsNamespace = "brp_levering"
+
+type metrics struct {
+	published   prometheus.Counter
+	republished prometheus.Counter
+	rounds      *prometheus.CounterVec
+	roundTime   prometheus.Histogram
+	leader      prometheus.Gauge
+	reconnects  *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		published: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "published_total",
+			Help: "Handelingen put on the publication queue by committed rounds of this process (first publication)."}),
+		republished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "republished_total",
+			Help: "Handelingen published again after the redelivery timeout."}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "publication_rounds_total",
+			Help: "Publication rounds by result: committed, empty, failed, fenced."}, []string{"result"}),
+		roundTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: MetricsNamespace, Name: "publication_round_duration_seconds",
+			Help: "Duration of publication rounds that published something.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "publicatie_leader",
+			Help: "1 while this process holds its cluster's lease (or runs standalone), else 0."}),
+		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
+			Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.reconnects)
+	}
+	return m
+}
+
+// BacklogCollector reports, at every scrape, the work in the database: handelingen to be
+// delivered (backlog), in levering, fout, and the age of the oldest undelivered one. The
+// queries use the partial indexes on open work, so a scrape costs the same however long the
+// history. Register it in one process per database (the publisher does).
+type BacklogCollector struct {
+	db       *sqlx.DB
+	excluded []string
+	backlog  *prometheus.Desc
+	inLev    *prometheus.Desc
+	fout     *prometheus.Desc
+	oldest   *prometheus.Desc
+	up       *prometheus.Desc
+}
+
+// NewBacklogCollector returns a collector over db; excluded are the soorten not delivered.
+func NewBacklogCollector(db *sqlx.DB, excluded []string) *BacklogCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(MetricsNamespace, "", name), help, nil, nil)
+	}
+	return &BacklogCollector{db: db, excluded: excluded,
+		backlog: d("backlog_handelingen", "Handelingen still to be delivered (statuslev NULL, soort not excluded)."),
+		inLev:   d("in_levering_handelingen", "Handelingen in levering."),
+		fout:    d("fout_handelingen", "Handelingen in fout."),
+		oldest:  d("oldest_undelivered_age_seconds", "Age (now - tsreg) of the oldest handeling not yet delivered; 0 when none."),
+		up:      d("database_up", "1 if the last scrape could read the database."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.backlog, c.inLev, c.fout, c.oldest, c.up} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var backlog, inLev, fout int64
+	var oldest float64
+	err := c.db.QueryRowxContext(ctx, `select
+		(select count(*) from admhnd where statuslev is null and soort <> all($1::text[])),
+		(select count(*) from admhnd where statuslev = 'in_levering'),
+		(select count(*) from admhnd where statuslev = 'fout'),
+		coalesce(extract(epoch from now() - (
+			select min(tsreg) from admhnd where (statuslev is null and soort <> all($1::text[])) or statuslev = 'in_levering'
+		))::float8, 0)`, pq.Array(c.excluded)).Scan(&backlog, &inLev, &fout, &oldest)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(backlog))
+	ch <- prometheus.MustNewConstMetric(c.inLev, prometheus.GaugeValue, float64(inLev))
+	ch <- prometheus.MustNewConstMetric(c.fout, prometheus.GaugeValue, float64(fout))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest)
+}
