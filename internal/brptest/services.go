@@ -9,7 +9,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/brp/levering/broker"
 )
@@ -19,6 +21,7 @@ import (
 type Services struct {
 	t         testing.TB
 	env       []string
+	dir       string
 	PGPort    int
 	StompPort int
 }
@@ -42,7 +45,7 @@ func freePort(t testing.TB) int {
 func PrivateServices(t testing.TB) *Services {
 	t.Helper()
 	dir := filepath.Join(repoDir(), ".run", "private", Name(t))
-	s := &Services{t: t, PGPort: freePort(t), StompPort: freePort(t)}
+	s := &Services{t: t, dir: dir, PGPort: freePort(t), StompPort: freePort(t)}
 	s.env = append(os.Environ(), "BRP_RUN_DIR="+dir,
 		"BRP_DEV_PG_PORT="+strconv.Itoa(s.PGPort), "BRP_DEV_STOMP_PORT="+strconv.Itoa(s.StompPort))
 	t.Cleanup(func() {
@@ -76,6 +79,28 @@ func (s *Services) Broker() broker.Config {
 
 // RestartBroker stops and starts the private ActiveMQ, keeping its data.
 func (s *Services) RestartBroker() { s.run("restart-broker") }
+
+// StopBroker stops the private ActiveMQ (SIGTERM, as an operator would) and waits until it is
+// gone; StartBroker brings it back with its data.
+func (s *Services) StopBroker() {
+	s.t.Helper()
+	pidFile := filepath.Join(s.dir, "activemq", "activemq.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		s.t.Fatalf("broker pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		s.t.Fatalf("broker pid %q: %v", b, err)
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 300 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// StartBroker starts the private ActiveMQ again (services.sh up leaves PostgreSQL alone).
+func (s *Services) StartBroker() { s.run("up") }
 
 // RestartDB stops and starts the private PostgreSQL, keeping its data.
 func (s *Services) RestartDB() { s.run("restart-db") }

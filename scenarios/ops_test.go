@@ -1,0 +1,153 @@
+package scenarios
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+)
+
+// scrape reads a process's /metrics and returns the samples without labels, by name.
+func scrape(t *testing.T, p *brptest.Proc) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + p.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics of %s: %v", p.Name, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, " ")
+		if v, err := strconv.ParseFloat(value, 64); ok && err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// readyz returns a process's readiness code and body.
+func readyz(t *testing.T, p *brptest.Proc) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.HTTPAddr() + "/readyz")
+	if err != nil {
+		t.Fatalf("readyz of %s: %v", p.Name, err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
+}
+
+func TestMetricsMoveWhenHandelingenFlow(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 1000, Personen: 100, Multi: 0.3, Excluded: 0.05, NoPerson: 2, Seed: 20})
+	con := w.consumerProc(t, "mutatielevering", brptest.Build(t, "cmd/mutatielevering"))
+	before := scrape(t, con)
+	if _, ok := before["brp_levering_delivered_total"]; !ok {
+		t.Fatalf("consumer exposes no brp_levering_delivered_total: %v", before)
+	}
+	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
+	rep := w.verify(t)
+	pm, cm := scrape(t, pub), scrape(t, con)
+	want := float64(rep.Distinct)
+	for _, c := range []struct {
+		from map[string]float64
+		name string
+		want float64
+	}{
+		{pm, "brp_levering_published_total", want + 2}, // the two without persons are published too
+		{pm, "brp_levering_backlog_handelingen", 0},
+		{pm, "brp_levering_in_levering_handelingen", 0},
+		{pm, "brp_levering_fout_handelingen", 2},
+		{pm, "brp_levering_publicatie_leader", 1},
+		{cm, "brp_levering_delivered_total", want},
+		{cm, "brp_levering_fout_total", 2},
+		{cm, "brp_levering_broker_connected", 1},
+	} {
+		if got, ok := c.from[c.name]; !ok || got != c.want {
+			t.Errorf("%s = %v (present %v), want %v", c.name, got, ok, c.want)
+		}
+	}
+	if pm["brp_levering_publication_round_duration_seconds_count"] < 1 || cm["brp_levering_processing_duration_seconds_count"] != want+2 {
+		t.Errorf("histograms did not move: rounds %v, processing %v",
+			pm["brp_levering_publication_round_duration_seconds_count"], cm["brp_levering_processing_duration_seconds_count"])
+	}
+}
+
+func TestReadyzFollowsTheBroker(t *testing.T) {
+	t.Parallel()
+	svc := brptest.PrivateServices(t)
+	w := newWorldOn(t, svc, load.Spec{N: 10, Personen: 10, Seed: 21})
+	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
+	con := w.consumerProc(t, "mutatielevering", brptest.Build(t, "cmd/mutatielevering"))
+	w.verify(t)
+	waitReady := func(want int) {
+		t.Helper()
+		for _, p := range []*brptest.Proc{pub, con} {
+			brptest.Eventually(t, 30*time.Second, func() error {
+				if code, body := readyz(t, p); code != want {
+					return fmt.Errorf("%s readyz %d %v, want %d", p.Name, code, body, want)
+				}
+				return nil
+			})
+		}
+	}
+	waitReady(http.StatusOK)
+	if _, body := readyz(t, pub); body["leader"] != true {
+		t.Fatalf("publisher readyz does not say it leads: %v", body)
+	}
+	svc.StopBroker()
+	waitReady(http.StatusServiceUnavailable)
+	if _, body := readyz(t, con); body["database"] != "ok" || body["broker"] == "ok" {
+		t.Fatalf("consumer readyz while the broker is down: %v", body)
+	}
+	svc.StartBroker()
+	waitReady(http.StatusOK)
+}
+
+func TestSigtermDuringRunExitsCleanlyAndLosesNothing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 3000, Personen: 300, Multi: 0.3, Seed: 22})
+	pubBin, conBin := brptest.Build(t, "cmd/publicatie"), brptest.Build(t, "cmd/mutatielevering")
+	pub := w.publisherProc(t, "publicatie-1", pubBin)
+	con := w.consumerProc(t, "mutatielevering-1", conBin, "BRP_LEVERING_MUTATIELEVERING_PREFETCH=50")
+	brptest.Eventually(t, time.Minute, func() error {
+		if d := w.delivered(t); d < 300 {
+			return fmt.Errorf("%d delivered", d)
+		}
+		return nil
+	})
+	const bound = 15 * time.Second
+	for _, p := range []*brptest.Proc{con, pub} {
+		p.Signal(syscall.SIGTERM)
+		if code, err := p.Wait(bound); err != nil || code != 0 {
+			t.Fatalf("%s after SIGTERM: exit %d, %v; want 0 within %v", p.Name, code, err, bound)
+		}
+	}
+	// The stopped publisher handed its lease over: a new one leads at once, not after wartezeit.
+	var holder string
+	if err := w.db.Get(&holder, `select holder from publicatie_lease where cluster = 'default'`); err != nil || holder != "" {
+		t.Fatalf("lease after SIGTERM: holder %q, %v; want released", holder, err)
+	}
+	started := time.Now()
+	pub2 := w.publisherProc(t, "publicatie-2", pubBin)
+	pub2.WaitLog("became leader", wartezeit)
+	if took := time.Since(started); took > wartezeit/2 {
+		t.Fatalf("new publisher took %v to lead after a clean handover", took)
+	}
+	w.consumerProc(t, "mutatielevering-2", conBin)
+	w.verify(t)
+}
