@@ -330,13 +330,8 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	budget := p.cfg.MaxInLevering - inLevering
 	var candidates, keep []Candidate
 	if budget > 0 {
-		if candidates, err = readCandidates(ctx, tx, p.cfg.Excluded, p.cfg.Limit, horizon); err != nil {
-			return 0, false, dbErr(err)
-		}
-	}
-	if len(candidates) > 0 {
-		blocked, err := readBlocked(ctx, tx, p.cfg.FoutPolicy)
-		if err != nil {
+		var blocked map[int64]struct{}
+		if candidates, blocked, err = readSelection(ctx, tx, p.cfg.Excluded, p.cfg.Limit, horizon, p.cfg.FoutPolicy); err != nil {
 			return 0, false, dbErr(err)
 		}
 		keep = Select(candidates, blocked, budget)

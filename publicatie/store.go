@@ -31,20 +31,54 @@ func readHorizon(ctx context.Context, tx *sqlx.Tx) (time.Time, error) {
 	return h, nil
 }
 
-// readCandidates returns up to limit handelingen still to be delivered (statuslev NULL, soort
-// not excluded, registered before horizon), oldest tsreg first, ties by id, each with all of
-// its persons. The limit counts handelingen, so a multi-person handeling is never cut in half.
-func readCandidates(ctx context.Context, tx *sqlx.Tx, excluded []string, limit int, horizon time.Time) ([]Candidate, error) {
-	return readHandelingen(ctx, tx, `
+// readSelection returns, from one snapshot, up to limit handelingen still to be delivered
+// (statuslev NULL, soort not excluded, registered before horizon), oldest tsreg first, ties by
+// id, each with all of its persons, and the persons blocked before the walk: those with a
+// handeling in levering and, under the strict policy, with a fout handeling no operator
+// released. The limit counts handelingen, so a multi-person handeling is never cut in half.
+//
+// One statement, because two would see two snapshots: an operator's retry (fout back to NULL)
+// committing between them would hide the retried handeling both as a candidate and as a
+// blocker, and its person's next handeling would overtake it.
+func readSelection(ctx context.Context, tx *sqlx.Tx, excluded []string, limit int, horizon time.Time, policy FoutPolicy) ([]Candidate, map[int64]struct{}, error) {
+	rows, err := tx.QueryContext(ctx, `
 		with c as (
 			select id, tsreg from admhnd
 			where statuslev is null and soort <> all($1::text[]) and tsreg < $3
 			order by tsreg, id
 			limit $2
 		)
-		select c.id, p.persoon_id
+		select false as blocker, c.id, c.tsreg, p.persoon_id
 		from c left join admhnd_persoon p on p.admhnd_id = c.id
-		order by c.tsreg, c.id, p.persoon_id`, pq.Array(excluded), limit, horizon)
+		union all
+		select distinct true, null::bigint, null::timestamptz, p.persoon_id
+		from admhnd a join admhnd_persoon p on p.admhnd_id = a.id
+		where a.statuslev = 'in_levering' or ($4 and a.statuslev = 'fout' and a.vrijgegeven is null)
+		order by 1, 3, 2, 4`, pq.Array(excluded), limit, horizon, policy == Strict)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read selection: %w", err)
+	}
+	defer rows.Close()
+	var cands []Candidate
+	blocked := map[int64]struct{}{}
+	for rows.Next() {
+		var blocker bool
+		var id sql.NullInt64
+		var tsreg sql.NullTime
+		var persoon sql.NullInt64
+		if err := rows.Scan(&blocker, &id, &tsreg, &persoon); err != nil {
+			return nil, nil, fmt.Errorf("read selection: %w", err)
+		}
+		if blocker {
+			blocked[persoon.Int64] = struct{}{}
+			continue
+		}
+		cands = addRow(cands, id.Int64, persoon)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read selection: %w", err)
+	}
+	return cands, blocked, nil
 }
 
 // readStale returns up to limit handelingen that have been in levering for longer than
@@ -76,13 +110,7 @@ func readHandelingen(ctx context.Context, tx *sqlx.Tx, query string, args ...any
 		if err := rows.Scan(&id, &persoon); err != nil {
 			return nil, fmt.Errorf("read handelingen: %w", err)
 		}
-		if len(out) == 0 || out[len(out)-1].ID != id {
-			out = append(out, Candidate{ID: id})
-		}
-		if persoon.Valid {
-			last := &out[len(out)-1]
-			last.Personen = append(last.Personen, persoon.Int64)
-		}
+		out = addRow(out, id, persoon)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read handelingen: %w", err)
@@ -99,30 +127,16 @@ func countInLevering(ctx context.Context, tx *sqlx.Tx) (int, error) {
 	return n, nil
 }
 
-// readBlocked returns the persons that may not receive a new handeling now: those with a
-// handeling in levering and, under the strict policy, those with a fout handeling that no
-// operator released.
-func readBlocked(ctx context.Context, tx *sqlx.Tx, policy FoutPolicy) (map[int64]struct{}, error) {
-	rows, err := tx.QueryContext(ctx, `
-		select distinct p.persoon_id
-		from admhnd a join admhnd_persoon p on p.admhnd_id = a.id
-		where a.statuslev = 'in_levering' or ($1 and a.statuslev = 'fout' and a.vrijgegeven is null)`, policy == Strict)
-	if err != nil {
-		return nil, fmt.Errorf("read blocked persons: %w", err)
+// addRow adds one (handeling, person) row of a query ordered by handeling.
+func addRow(cs []Candidate, id int64, persoon sql.NullInt64) []Candidate {
+	if len(cs) == 0 || cs[len(cs)-1].ID != id {
+		cs = append(cs, Candidate{ID: id})
 	}
-	defer rows.Close()
-	blocked := map[int64]struct{}{}
-	for rows.Next() {
-		var p int64
-		if err := rows.Scan(&p); err != nil {
-			return nil, fmt.Errorf("read blocked persons: %w", err)
-		}
-		blocked[p] = struct{}{}
+	if persoon.Valid {
+		last := &cs[len(cs)-1]
+		last.Personen = append(last.Personen, persoon.Int64)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read blocked persons: %w", err)
-	}
-	return blocked, nil
+	return cs
 }
 
 // touchStale records that the given in_levering handelingen are published again now and

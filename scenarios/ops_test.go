@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,4 +153,70 @@ func TestSigtermDuringRunExitsCleanlyAndLosesNothing(t *testing.T) {
 	}
 	w.consumerProc(t, "mutatielevering-2", conBin)
 	w.verify(t)
+}
+
+// runCLI runs a publicatie subcommand against the world's database and returns its output.
+func (w *world) runCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(brptest.Build(t, "cmd/publicatie"), args...)
+	cmd.Env = append(os.Environ(), "BRP_DATABASE_URL="+w.dbURL, "BRP_LOG_FORMAT=json")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("publicatie %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func TestOperatorReleaseAndRetryUnblockPersons(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 0})
+	ins := func(id int64, persoon int64) {
+		if _, err := w.db.Exec(`insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', now() - interval '1 hour' + $2 * interval '1 ms')`, id, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.db.Exec(`insert into admhnd_persoon values ($1, $2)`, id, persoon); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// h1 of person 10 and h3 of person 30 ended in fout (a known error of an earlier run).
+	ins(1, 10)
+	ins(2, 10)
+	ins(3, 30)
+	ins(4, 30)
+	if _, err := w.db.Exec(`update admhnd set statuslev = 'fout', foutreden = 'afnemerindicatie ontbreekt' where id in (1, 3)`); err != nil {
+		t.Fatal(err)
+	}
+	w.consumers(t, 1, 2)
+	w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
+	time.Sleep(2 * time.Second)
+	if s2, s4 := brptest.Status(t, w.db, 2), brptest.Status(t, w.db, 4); s2 != "" || s4 != "" {
+		t.Fatalf("strict policy let later handelingen pass a fout one: 2=%q 4=%q", s2, s4)
+	}
+	if out := w.runCLI(t, "fout", "list"); !strings.Contains(out, "afnemerindicatie ontbreekt") {
+		t.Fatalf("fout list does not show the reason:\n%s", out)
+	}
+	w.runCLI(t, "fout", "release", "1", "--door", "beheerder-a", "--note", "afnemer informed")
+	w.runCLI(t, "fout", "retry", "3", "--door", "beheerder-b")
+	brptest.Eventually(t, 30*time.Second, func() error {
+		for id, want := range map[int64]string{1: "fout", 2: "geleverd", 3: "geleverd", 4: "geleverd"} {
+			if got := brptest.Status(t, w.db, id); got != want {
+				return fmt.Errorf("handeling %d is %q, want %q", id, got, want)
+			}
+		}
+		return nil
+	})
+	brptest.Eventually(t, 10*time.Second, func() error {
+		ids := w.verzending.IDs()
+		if len(ids) != 3 || !slices.Contains(ids, 2) || slices.Index(ids, 3) < 0 || slices.Index(ids, 3) > slices.Index(ids, 4) {
+			return fmt.Errorf("verzending %v, want 2, 3 and 4, with 3 before 4", ids)
+		}
+		return nil
+	})
+	var audit []string
+	if err := w.db.Select(&audit, `select admhnd_id || ':' || actie || ':' || door from admhnd_beheer order by id`); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(audit, ",") != "1:release:beheerder-a,3:retry:beheerder-b" {
+		t.Fatalf("audit %v", audit)
+	}
 }
