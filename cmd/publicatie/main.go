@@ -39,6 +39,7 @@ type config struct {
 	Wartezeit     wartezeit        `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT"`
 	Standalone    setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE" default:"false"`
 	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"300"`
+	Wakeup        setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP" default:"true"`
 }
 
 type foutPolicy publicatie.FoutPolicy
@@ -121,6 +122,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return operateCommand(ctx, db, args, stdout, cfg.overview())
 	}
 	return errUsage
+}
+
+// listenURL is where the publisher listens for wake-ups; empty (WAKEUP=false, the seed's
+// behaviour) leaves it with rounds every DELAY only.
+func listenURL(cfg config) string {
+	if !cfg.Wakeup {
+		return ""
+	}
+	return string(cfg.DatabaseURL)
 }
 
 func (cfg config) overview() operate.OverviewConfig {
