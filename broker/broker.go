@@ -81,6 +81,8 @@ type Conn struct {
 	once sync.Once
 	// Server is the broker's server header from CONNECTED (for example "ActiveMQ/5.17.2").
 	Server string
+	// Profile is what this broker needs done differently, chosen from Server.
+	Profile Profile
 }
 
 // Dial connects to the broker and completes the STOMP handshake within OpTimeout.
@@ -126,7 +128,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("broker: stomp connect to %s: %w", cfg.Addr, err)
 	}
-	return &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server()}, nil
+	return &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server(), Profile: profileFor(sc.Server())}, nil
 }
 
 // Close drops the connection without waiting for the broker. Unacknowledged messages go back
@@ -149,18 +151,26 @@ func (c *Conn) Disconnect() {
 	c.Close()
 }
 
-// guard runs fn and closes the connection if fn does not return within OpTimeout or ctx ends,
-// so that no broker wait can hang a caller.
+// guard runs fn and returns when it does, when OpTimeout passes or when ctx ends, whichever
+// comes first; on failure it closes the connection. go-stomp can block inside on a dead
+// connection (a channel send that closing the socket does not release), so fn runs in a
+// goroutine of its own that go-stomp's own timeouts end later. A send reported failed here
+// that still reaches the broker is only a duplicate, which the consumers absorb.
 func (c *Conn) guard(ctx context.Context, what string, fn func() error) error {
-	timer := time.AfterFunc(c.cfg.OpTimeout, c.Close)
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	timer := time.NewTimer(c.cfg.OpTimeout)
 	defer timer.Stop()
-	stop := context.AfterFunc(ctx, c.Close)
-	defer stop()
-	if err := fn(); err != nil {
+	var err error
+	select {
+	case err = <-done:
+	case <-timer.C:
+		err = fmt.Errorf("no answer within %v", c.cfg.OpTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
 		c.Close()
-		if ctx.Err() != nil {
-			return fmt.Errorf("broker: %s: %w", what, ctx.Err())
-		}
 		return fmt.Errorf("broker: %s: %w", what, err)
 	}
 	return nil
@@ -179,7 +189,10 @@ func sendOpts(m Message) []func(*frame.Frame) error {
 
 // Send sends the messages persistently and returns only when the broker has confirmed all of
 // them. One message is sent with a receipt; several go in one STOMP transaction committed with
-// a receipt, so the broker takes all of them or none.
+// a receipt, so the broker takes all of them or none, where that receipt means the messages
+// are stored (Profile.DurableCommit: ActiveMQ). Elsewhere (RabbitMQ, unknown brokers) they go
+// one by one, each with its own receipt; after an error a prefix may then be on the queue,
+// which the service treats like a crash after a broker commit (absorbed duplicates).
 func (c *Conn) Send(ctx context.Context, msgs ...Message) error {
 	switch len(msgs) {
 	case 0:
@@ -189,6 +202,9 @@ func (c *Conn) Send(ctx context.Context, msgs ...Message) error {
 		return c.guard(ctx, "send", func() error {
 			return c.sc.Send(m.Destination, "application/json", m.Body, append(sendOpts(m), stomp.SendOpt.Receipt)...)
 		})
+	}
+	if !c.Profile.DurableCommit {
+		return c.sendEach(ctx, msgs)
 	}
 	return c.guard(ctx, "send transaction", func() error {
 		tx, err := c.sc.BeginWithError()

@@ -190,6 +190,15 @@ func expect(t *testing.T, s *broker.Subscription, what string, ids ...int64) []*
 	return got
 }
 
+// expectAcking is expect for a subscription with a small prefetch: it acknowledges each
+// message before reading the next.
+func expectAcking(t *testing.T, s *broker.Subscription, what string, ids ...int64) {
+	t.Helper()
+	for _, id := range ids {
+		ack(t, s, expect(t, s, what, id)[0])
+	}
+}
+
 // nothing fails t when a message arrives within d.
 func nothing(t *testing.T, s *broker.Subscription, d time.Duration, what string) {
 	t.Helper()
@@ -293,9 +302,7 @@ func testTransactionInOrder(t *testing.T, tg target) {
 	ids := seq(1, 25)
 	send(t, dial(t, tg), msgs(q, ids...)...)
 	s := subscribe(t, dial(t, tg), q, 1)
-	for _, m := range expect(t, s, "transaction", ids...) {
-		ack(t, s, m)
-	}
+	expectAcking(t, s, "transaction", ids...)
 	onlySentinel(t, tg, s, q, "after the transaction")
 }
 
@@ -308,9 +315,7 @@ func testSendEachInOrder(t *testing.T, tg target) {
 		t.Fatalf("send each: %v", err)
 	}
 	s := subscribe(t, dial(t, tg), q, 1)
-	for _, m := range expect(t, s, "send each", ids...) {
-		ack(t, s, m)
-	}
+	expectAcking(t, s, "send each", ids...)
 	onlySentinel(t, tg, s, q, "after send each")
 }
 
@@ -416,7 +421,8 @@ func testPrefetchOne(t *testing.T, tg target) {
 	m1 := expect(t, sa, "first subscriber", 1)[0]
 	nothing(t, sa, quiet, "first subscriber holding one unacknowledged message")
 
-	sb := subscribe(t, dial(t, tg), q, 1)
+	b := dial(t, tg)
+	sb := subscribe(t, b, q, 1)
 	m2 := expect(t, sb, "second subscriber", 2)[0]
 	nothing(t, sb, quiet, "second subscriber holding one unacknowledged message")
 
@@ -424,6 +430,8 @@ func testPrefetchOne(t *testing.T, tg target) {
 	m3 := expect(t, sa, "first subscriber after its ack", 3)[0]
 	ack(t, sa, m3)
 	ack(t, sb, m2)
+	// The sentinel must go to the first subscriber: the second one leaves (after its ACK).
+	b.Disconnect()
 	onlySentinel(t, tg, sa, q, "after prefetch")
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,8 +35,12 @@ type Config struct {
 	DeadLetterQueue string
 	// Workers is how many publications this process handles at once. Default 4.
 	Workers int
+	// Batch is the most publications a worker handles in one database transaction and one
+	// broker transaction. A worker never waits to fill a batch: it takes what is already
+	// prefetched. Default 20.
+	Batch int
 	// Prefetch is how many unacknowledged publications the broker may push to this process.
-	// Default 2*Workers.
+	// Default Workers*Batch, so every worker can fill a batch.
 	Prefetch int
 	// ShutdownGrace is how long, after ctx ends, a worker may still finish the publication it
 	// holds (and ack it) before it is abandoned and goes back to the queue. Default 10s.
@@ -50,11 +55,11 @@ type Config struct {
 
 // Hooks are fault seams: tests use them to fail or kill at a precise step. Nil does nothing.
 type Hooks struct {
-	// AfterVerzending runs after the verzending message was confirmed, before the database
-	// commit; an error rolls the transaction back.
-	AfterVerzending func(ctx context.Context, id int64) error
-	// AfterCommit runs after the database commit, before the ack.
-	AfterCommit func(ctx context.Context, id int64) error
+	// AfterVerzending runs after a batch's verzending messages were confirmed, before the
+	// database commit; an error rolls the transaction back and hands the batch back.
+	AfterVerzending func(ctx context.Context, ids []int64) error
+	// AfterCommit runs after a batch's database commit, before the acks.
+	AfterCommit func(ctx context.Context, ids []int64) error
 }
 
 // ErrConfig is wrapped by every Config validation error.
@@ -73,8 +78,11 @@ func (c *Config) setDefaults() {
 	if c.Workers == 0 {
 		c.Workers = 4
 	}
+	if c.Batch == 0 {
+		c.Batch = 20
+	}
 	if c.Prefetch == 0 {
-		c.Prefetch = 2 * c.Workers
+		c.Prefetch = c.Workers * c.Batch
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -85,6 +93,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Workers < 0:
 		return fmt.Errorf("%w: Workers %d must be positive", ErrConfig, c.Workers)
+	case c.Batch < 0:
+		return fmt.Errorf("%w: Batch %d must be positive", ErrConfig, c.Batch)
 	case c.Prefetch < 0:
 		return fmt.Errorf("%w: Prefetch %d must be positive", ErrConfig, c.Prefetch)
 	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:
@@ -125,7 +135,7 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 			func() float64 { return float64(v.Load()) })
 	}
 	c.processing = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: MetricsNamespace,
-		Name: "processing_duration_seconds", Help: "Time to handle one publication, from receipt to commit.",
+		Name: "processing_duration_seconds", Help: "Time to handle one batch of publications, from receipt to commit.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
 	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
 		Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"})
@@ -165,7 +175,7 @@ func (c *Consumer) Counts() Counts {
 // either acknowledged or handed back.
 func (c *Consumer) Run(ctx context.Context) error {
 	c.log.Info("consumer started", slog.String("queue", c.cfg.Queue), slog.Int("workers", c.cfg.Workers),
-		slog.Int("prefetch", c.cfg.Prefetch))
+		slog.Int("batch", c.cfg.Batch), slog.Int("prefetch", c.cfg.Prefetch))
 	backoff := 100 * time.Millisecond
 	failing := false
 	for ctx.Err() == nil {
@@ -246,7 +256,7 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 	return true, ctx.Err()
 }
 
-// work handles publications one at a time until ctx ends; hard bounds the one in hand.
+// work handles batches of publications until ctx ends; hard bounds the batch in hand.
 func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, send *broker.Conn) error {
 	for {
 		var m *stomp.Message
@@ -256,21 +266,44 @@ func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, sen
 			return nil
 		case m, ok = <-sub.C():
 		}
-		if !ok {
-			return errors.New("subscription closed")
+		batch, broken := c.fill(sub, m, ok)
+		if len(batch) > 0 {
+			start := time.Now()
+			if err := c.handle(hard, batch, send); err != nil {
+				return err
+			}
+			c.processing.Observe(time.Since(start).Seconds())
+			// Acks are not bound to ctx: what was processed is acknowledged even during shutdown.
+			for _, m := range batch {
+				if err := sub.Ack(context.Background(), m); err != nil {
+					return err
+				}
+			}
 		}
-		if m.Err != nil {
-			return m.Err
+		if broken != nil {
+			return broken
 		}
-		start := time.Now()
-		if err := c.handle(hard, m, send); err != nil {
-			return err
+	}
+}
+
+// fill starts a batch with m and adds what is already prefetched, up to Batch, without
+// waiting. broken reports a subscription that ended; the batch so far is still handled.
+func (c *Consumer) fill(sub *broker.Subscription, m *stomp.Message, ok bool) (batch []*stomp.Message, broken error) {
+	for {
+		switch {
+		case !ok:
+			return batch, errors.New("subscription closed")
+		case m.Err != nil:
+			return batch, m.Err
 		}
-		c.processing.Observe(time.Since(start).Seconds())
-		// The ack is not bound to ctx: a publication that was processed is acknowledged even
-		// during shutdown.
-		if err := sub.Ack(context.Background(), m); err != nil {
-			return err
+		batch = append(batch, m)
+		if len(batch) >= c.cfg.Batch {
+			return batch, nil
+		}
+		select {
+		case m, ok = <-sub.C():
+		default:
+			return batch, nil
 		}
 	}
 }
@@ -298,43 +331,45 @@ func parse(m *stomp.Message) (int64, error) {
 	return *p.ID, nil
 }
 
-// handle processes one publication until it is done, retrying transient database failures in
-// place (the message stays held, unacknowledged). It returns an error only when the broker
-// connection is unusable or ctx ended before the work was done; the publication then goes
-// back to the queue.
-func (c *Consumer) handle(ctx context.Context, m *stomp.Message, send *broker.Conn) error {
-	msgID := m.Header.Get("message-id")
-	id, err := parse(m)
-	if err != nil {
-		return c.park(ctx, m, send, err.Error())
+// handle processes a batch until it is done, retrying transient database failures in place
+// (the publications stay held, unacknowledged). Unreadable publications and unknown ids are
+// set aside. It returns an error only when the broker connection is unusable or ctx ended
+// before the work was done; the batch then goes back to the queue.
+func (c *Consumer) handle(ctx context.Context, batch []*stomp.Message, send *broker.Conn) error {
+	byID := map[int64][]*stomp.Message{}
+	var ids []int64
+	for _, m := range batch {
+		id, err := parse(m)
+		if err != nil {
+			if err := c.park(ctx, m, send, err.Error()); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(byID[id]) == 0 {
+			ids = append(ids, id)
+		}
+		byID[id] = append(byID[id], m)
 	}
-	log := c.log.With(slog.Int64("admhnd_id", id))
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
 	backoff := 100 * time.Millisecond
 	failing := false
 	for {
-		res, err := c.deliver(ctx, id, send)
+		res, err := c.deliver(ctx, ids, send)
 		switch {
 		case err == nil:
 			if failing {
-				log.Info("database available again")
+				c.log.Info("database available again")
 			}
-			switch res {
-			case delivered:
-				c.delivered.Add(1)
-			case duplicate:
-				c.duplicates.Add(1)
-				log.Debug("already delivered; publication absorbed", slog.String("message_id", msgID))
-			case markedFout:
-				c.fout.Add(1)
-			case unknown:
-				return c.park(ctx, m, send, fmt.Sprintf("handeling %d does not exist", id))
-			}
-			return runHookID(ctx, c.cfg.Hooks.AfterCommit, id)
+			return c.record(ctx, res, byID, send)
 		case errors.Is(err, errBroker), ctx.Err() != nil:
 			return err
 		}
 		if !failing {
-			log.Warn("database unavailable, retrying", slog.Any("error", err))
+			c.log.Warn("database unavailable, retrying", slog.Any("error", err), slog.Any("admhnd_ids", ids))
 			c.reconnects.WithLabelValues("database").Inc()
 			failing = true
 		}
@@ -345,6 +380,34 @@ func (c *Consumer) handle(ctx context.Context, m *stomp.Message, send *broker.Co
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit.
+func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*stomp.Message, send *broker.Conn) error {
+	var ids []int64
+	for id, o := range res {
+		ids = append(ids, id)
+		copies := int64(len(byID[id]))
+		switch o {
+		case delivered:
+			c.delivered.Add(1)
+			c.duplicates.Add(copies - 1)
+		case markedFout:
+			c.fout.Add(1)
+			c.duplicates.Add(copies - 1)
+		case duplicate:
+			c.duplicates.Add(copies)
+			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
+				slog.String("message_id", byID[id][0].Header.Get("message-id")))
+		case unknown:
+			for _, m := range byID[id] {
+				if err := c.park(ctx, m, send, fmt.Sprintf("handeling %d does not exist", id)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return runHook(ctx, c.cfg.Hooks.AfterCommit, ids)
 }
 
 // park sets a publication that can never be processed aside on the dead-letter queue, with
@@ -369,9 +432,9 @@ func (c *Consumer) park(ctx context.Context, m *stomp.Message, send *broker.Conn
 	return nil
 }
 
-func runHookID(ctx context.Context, h func(context.Context, int64) error, id int64) error {
+func runHook(ctx context.Context, h func(context.Context, []int64) error, ids []int64) error {
 	if h == nil {
 		return nil
 	}
-	return h(ctx, id)
+	return h(ctx, ids)
 }

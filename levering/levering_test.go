@@ -158,8 +158,9 @@ func TestBadInputIsSetAside(t *testing.T) {
 			t.Fatalf("set-aside message without reason or original id: %v", m.Header)
 		}
 	}
-	if string(dead[0].Body) != "not json" {
-		t.Fatalf("set-aside body %q, want the original", dead[0].Body)
+	// Two workers may set them aside in either order; each keeps its original body.
+	if !slices.ContainsFunc(dead, func(m brptest.Received) bool { return string(m.Body) == "not json" && m.AdmhndID == 1 }) {
+		t.Fatalf("the unreadable publication was not set aside with its original body: %v", dead)
 	}
 	if ids := e.verzending.IDs(); !slices.Equal(ids, []int64{10}) {
 		t.Fatalf("verzending %v, want [10]", ids)

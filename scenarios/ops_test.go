@@ -84,7 +84,8 @@ func TestMetricsMoveWhenHandelingenFlow(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", c.name, got, ok, c.want)
 		}
 	}
-	if pm["brp_levering_publication_round_duration_seconds_count"] < 1 || cm["brp_levering_processing_duration_seconds_count"] != want+2 {
+	// The consumer's histogram counts batches: at least one, at most one per publication.
+	if batches := cm["brp_levering_processing_duration_seconds_count"]; pm["brp_levering_publication_round_duration_seconds_count"] < 1 || batches < 1 || batches > want+2 {
 		t.Errorf("histograms did not move: rounds %v, processing %v",
 			pm["brp_levering_publication_round_duration_seconds_count"], cm["brp_levering_processing_duration_seconds_count"])
 	}

@@ -346,16 +346,21 @@ amq_pid() {
   return 1
 }
 
-# True if 127.0.0.1:$STOMP_PORT answers a STOMP CONNECT with CONNECTED.
-stomp_ping() {
-  # shellcheck disable=SC2016 # $1 and $line expand in the inner bash
+# True if 127.0.0.1:PORT (default $STOMP_PORT) answers a STOMP CONNECT with CONNECTED.
+# RabbitMQ takes the host header as its virtual host and wants a login: pass them.
+stomp_ping() { # [port [host [login passcode]]]
+  # shellcheck disable=SC2016 # $1.. and $line expand in the inner bash
   timeout 5 bash -c '
     exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-    printf "CONNECT\naccept-version:1.2\nhost:localhost\n\n\0" >&3
+    if [[ -n $3 ]]; then
+      printf "CONNECT\naccept-version:1.2\nhost:%s\nlogin:%s\npasscode:%s\n\n\0" "$2" "$3" "$4" >&3
+    else
+      printf "CONNECT\naccept-version:1.2\nhost:%s\n\n\0" "$2" >&3
+    fi
     IFS= read -r -t 4 line <&3 || exit 1
     [[ $line == CONNECTED* ]] || exit 1
     printf "DISCONNECT\n\n\0" >&3
-  ' _ "$STOMP_PORT" 2>/dev/null
+  ' _ "${1:-$STOMP_PORT}" "${2:-localhost}" "${3:-}" "${4:-}" 2>/dev/null
 }
 
 amq_wait_ready() { # pid
@@ -456,6 +461,176 @@ amq_stop() {
   log "activemq: stopped"
 }
 
+# ---------------------------------------------------------------- RabbitMQ (optional)
+
+# Every process of this run dir's node (the rabbitmq-server launcher script, the Erlang VM,
+# its epmd) carries BRP_RABBITMQ_BASE=$RMQ_BASE in its environment: that is how they are found.
+rmq_marker() { printf 'BRP_RABBITMQ_BASE=%s' "$RMQ_BASE"; }
+
+# True if $1 is a live process of this run dir's RabbitMQ whose command name is one of $2...
+rmq_is_ours() { # pid comm...
+  local pid=$1 comm want
+  shift
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  IFS= read -r comm 2>/dev/null <"/proc/$pid/comm" || return 1
+  for want in "$@"; do
+    if [[ $comm == "$want" ]]; then
+      tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF -- "$(rmq_marker)"
+      return
+    fi
+  done
+  return 1
+}
+
+# Prints the pids of this run dir's processes with one of the given command names.
+rmq_pids() { # comm...
+  local f
+  for f in /proc/[0-9]*; do
+    rmq_is_ours "${f#/proc/}" "$@" && printf '%s\n' "${f#/proc/}"
+  done
+  return 0
+}
+
+# Prints the Erlang VM's pid if the node runs (pid file written by RabbitMQ, else a scan).
+rmq_pid() {
+  local pid
+  if [[ -f $RMQ_PIDFILE ]]; then
+    pid=$(<"$RMQ_PIDFILE")
+    if rmq_is_ours "$pid" beam.smp; then
+      printf '%s\n' "$pid"
+      return 0
+    fi
+  fi
+  pid=$(rmq_pids beam.smp | head -n 1)
+  [[ -n $pid ]] && printf '%s\n' "$pid"
+}
+
+rmq_ping() { stomp_ping "$RMQ_STOMP_PORT" "$RMQ_VHOST" "$RMQ_USER" "$RMQ_PASS"; }
+
+rmq_wait_ready() { # launcher pid (empty if not started by this call)
+  local launcher=$1 deadline=$((SECONDS + RMQ_WAIT_SECONDS))
+  until rmq_ping; do
+    if ! rmq_pid >/dev/null && ! rmq_is_ours "$launcher" rabbitmq-server; then
+      show_tail "$RMQ_OUT"
+      show_tail "$RMQ_LOG"
+      die "rabbitmq exited during startup (logs: $RMQ_OUT, $RMQ_LOG)"
+    fi
+    if ((SECONDS >= deadline)); then
+      show_tail "$RMQ_OUT"
+      show_tail "$RMQ_LOG"
+      die "rabbitmq does not answer STOMP on 127.0.0.1:$RMQ_STOMP_PORT after ${RMQ_WAIT_SECONDS} s"
+    fi
+    sleep 0.2
+  done
+}
+
+rmq_start() {
+  local pid port t0=$SECONDS
+  if pid=$(rmq_pid); then
+    log "rabbitmq: already running (pid $pid)"
+    rmq_wait_ready ""
+    log "rabbitmq: ready, stomp 127.0.0.1:$RMQ_STOMP_PORT"
+    return 0
+  fi
+  for port in "$RMQ_STOMP_PORT" "$RMQ_DIST_PORT"; do
+    if port_open "$port"; then
+      die "port 127.0.0.1:$port is taken by another process; stop it or set BRP_DEV_RABBIT_STOMP_PORT / BRP_DEV_RABBIT_DIST_PORT"
+    fi
+  done
+  # An epmd on our port is fine if it is ours (left from an earlier run); another one is not.
+  if port_open "$RMQ_EPMD_PORT" && [[ -z $(rmq_pids epmd) ]]; then
+    die "port 127.0.0.1:$RMQ_EPMD_PORT (epmd) is taken by another process; stop it or set BRP_DEV_RABBIT_EPMD_PORT"
+  fi
+  mkdir -p -- "$RMQ_CONF" "$RMQ_MNESIA" "$RMQ_LOGDIR"
+  # The configuration is versioned in scripts/rabbitmq/ and rewritten on every start.
+  sed -e "s/@STOMP_PORT@/$RMQ_STOMP_PORT/g" -e "s/@USER@/$RMQ_USER/g" -e "s/@PASS@/$RMQ_PASS/g" \
+    -- "$SCRIPT_DIR/rabbitmq/rabbitmq.conf" >"$RMQ_CONF/rabbitmq.conf"
+  printf '[rabbitmq_stomp].\n' >"$RMQ_CONF/enabled_plugins"
+  # Read instead of /etc/rabbitmq/rabbitmq-env.conf, so that a system setup does not leak in.
+  printf '# Written by scripts/services.sh: the project node reads no rabbitmq-env.conf.\n' \
+    >"$RMQ_CONF/rabbitmq-env.conf"
+  # The Erlang cookie goes to $HOME/.erlang.cookie: HOME is the run dir, not the caller's.
+  # rabbitmqctl reaches this node with the same cookie and epmd (not /usr/sbin/rabbitmqctl,
+  # which switches to the rabbitmq user and its HOME), for example:
+  #   HOME=.run/rabbitmq RABBITMQ_NODENAME=brp-dev@localhost ERL_EPMD_PORT=4371 \
+  #     /usr/lib/rabbitmq/bin/rabbitmqctl list_queues name messages
+  log "rabbitmq: starting, stomp 127.0.0.1:$RMQ_STOMP_PORT (log: $RMQ_LOG)"
+  printf '\n===== %s services.sh start =====\n' "$(date -Is)" >>"$RMQ_OUT"
+  (
+    cd -- "$RMQ_BASE"
+    export "$(rmq_marker)"
+    export HOME=$RMQ_BASE
+    export RABBITMQ_NODENAME=$RMQ_NODE
+    export RABBITMQ_CONF_ENV_FILE=$RMQ_CONF/rabbitmq-env.conf
+    export RABBITMQ_CONFIG_FILE=$RMQ_CONF/rabbitmq.conf
+    export RABBITMQ_ADVANCED_CONFIG_FILE=$RMQ_CONF/advanced.config
+    export RABBITMQ_ENABLED_PLUGINS_FILE=$RMQ_CONF/enabled_plugins
+    export RABBITMQ_ENABLED_PLUGINS=rabbitmq_stomp
+    export RABBITMQ_MNESIA_BASE=$RMQ_MNESIA
+    export RABBITMQ_LOG_BASE=$RMQ_LOGDIR
+    export RABBITMQ_LOGS=$RMQ_LOG
+    export RABBITMQ_PID_FILE=$RMQ_PIDFILE
+    export RABBITMQ_DIST_PORT=$RMQ_DIST_PORT
+    export ERL_EPMD_PORT=$RMQ_EPMD_PORT
+    export ERL_EPMD_ADDRESS=127.0.0.1
+    # The distribution listener on loopback too (RABBITMQ_DIST_PORT only sets its port).
+    export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+    unset RABBITMQ_NODE_IP_ADDRESS RABBITMQ_NODE_PORT RABBITMQ_USE_LONGNAME
+    # setsid: own session, so that the caller's Ctrl-C or process group kill does not reach it.
+    exec setsid "$RMQ_BIN/rabbitmq-server"
+  ) </dev/null >>"$RMQ_OUT" 2>&1 9>&- &
+  pid=$!
+  rmq_wait_ready "$pid"
+  log "rabbitmq: ready (pid $(rmq_pid || echo "?")) in $((SECONDS - t0)) s, stomp 127.0.0.1:$RMQ_STOMP_PORT"
+}
+
+# Waits until none of this node's processes with the given command names is left.
+rmq_wait_gone() { # seconds comm...
+  local deadline=$((SECONDS + $1))
+  shift
+  while [[ -n $(rmq_pids "$@") ]] && ((SECONDS < deadline)); do
+    sleep 0.2
+  done
+  [[ -z $(rmq_pids "$@") ]]
+}
+
+rmq_stop() { # [quiet]: say nothing if it does not run
+  local pid pids
+  if ! pid=$(rmq_pid); then
+    # The launcher script without a VM, or our epmd, may still be left.
+    pids=$(rmq_pids rabbitmq-server epmd)
+    if [[ -n $pids ]]; then
+      log "rabbitmq: stopping leftover processes ${pids//$'\n'/ }"
+      # shellcheck disable=SC2086 # one pid a word
+      kill -TERM $pids 2>/dev/null || true
+      rmq_wait_gone 10 rabbitmq-server epmd || true
+    elif [[ ${1:-} != quiet ]]; then
+      log "rabbitmq: not running"
+    fi
+    rm -f -- "$RMQ_PIDFILE"
+    return 0
+  fi
+  log "rabbitmq: stopping (pid $pid)"
+  # RabbitMQ shuts down cleanly on SIGTERM; the launcher script exits with it.
+  kill -TERM "$pid" 2>/dev/null || true
+  if ! rmq_wait_gone "$RMQ_STOP_SECONDS" beam.smp rabbitmq-server; then
+    log "rabbitmq: still running after ${RMQ_STOP_SECONDS} s, sending SIGKILL"
+    pids=$(rmq_pids beam.smp rabbitmq-server)
+    # shellcheck disable=SC2086 # one pid a word
+    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    rmq_wait_gone 10 beam.smp rabbitmq-server || die "rabbitmq (pid $pid) does not die"
+  fi
+  # epmd outlives the node it was started for; this one serves only our port.
+  pids=$(rmq_pids epmd)
+  if [[ -n $pids ]]; then
+    # shellcheck disable=SC2086 # one pid a word
+    kill -TERM $pids 2>/dev/null || true
+    rmq_wait_gone 10 epmd || true
+  fi
+  rm -f -- "$RMQ_PIDFILE"
+  log "rabbitmq: stopped"
+}
+
 # ---------------------------------------------------------------- commands
 
 cmd_status() {
@@ -482,12 +657,27 @@ cmd_status() {
     printf 'activemq: stopped\n'
     rc=3
   fi
+  # RabbitMQ is optional: mentioned only while it runs.
+  if pid=$(rmq_pid); then
+    if rmq_ping; then
+      printf 'rabbitmq: running (pid %s), ready, stomp 127.0.0.1:%s (data %s)\n' "$pid" "$RMQ_STOMP_PORT" "$RMQ_MNESIA"
+    else
+      printf 'rabbitmq: running (pid %s) but not answering STOMP on 127.0.0.1:%s\n' "$pid" "$RMQ_STOMP_PORT"
+      rc=3
+    fi
+  fi
   return "$rc"
 }
 
 cmd_env() {
   printf "export BRP_DATABASE_URL='%s'\n" "$(database_url)"
   printf "export BRP_STOMP_ADDR='127.0.0.1:%s'\n" "$STOMP_PORT"
+  if rmq_pid >/dev/null; then
+    printf "export BRP_RABBITMQ_STOMP_ADDR='127.0.0.1:%s'\n" "$RMQ_STOMP_PORT"
+    printf "export BRP_RABBITMQ_STOMP_LOGIN='%s'\n" "$RMQ_USER"
+    printf "export BRP_RABBITMQ_STOMP_PASSCODE='%s'\n" "$RMQ_PASS"
+    printf "export BRP_RABBITMQ_STOMP_HOST='%s'\n" "$RMQ_VHOST"
+  fi
 }
 
 usage() {
@@ -507,6 +697,7 @@ main() {
       ;;
     down)
       take_lock
+      rmq_stop quiet
       amq_stop
       if pg_bindir >/dev/null; then pg_stop; else log "postgres: not installed"; fi
       ;;
@@ -521,6 +712,21 @@ main() {
       ensure_installed amq
       amq_stop
       amq_start
+      ;;
+    up-rabbitmq)
+      take_lock
+      ensure_installed rmq
+      rmq_start
+      ;;
+    down-rabbitmq)
+      take_lock
+      rmq_stop
+      ;;
+    restart-rabbitmq)
+      take_lock
+      ensure_installed rmq
+      rmq_stop
+      rmq_start
       ;;
     status) cmd_status ;;
     env) cmd_env ;;

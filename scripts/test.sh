@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh up
+scripts/services.sh up-rabbitmq
 # The status page is tested in headless Chromium.
 if ! command -v chromium >/dev/null; then
   echo "test: installing chromium for the status page test" >&2

@@ -25,7 +25,8 @@ type config struct {
 	VerzendingQueue setup.Queue      `envconfig:"BRP_LEVERING_VERZENDING_QUEUE" default:"/queue/brp.levering.verzending"`
 	DeadLetterQueue setup.Queue      `envconfig:"BRP_LEVERING_MUTATIELEVERING_DLQ" default:"/queue/brp.levering.admhndpublicatie.dlq"`
 	Workers         setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"4"`
-	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" default:"8"`
+	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"20"`
+	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH"` // unset: workers x batch
 }
 
 func main() {
@@ -78,11 +79,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		VerzendingQueue: string(cfg.VerzendingQueue),
 		DeadLetterQueue: string(cfg.DeadLetterQueue),
 		Workers:         int(cfg.Workers),
+		Batch:           int(cfg.Batch),
 		Prefetch:        int(cfg.Prefetch),
 		Broker:          bcfg,
 		Hooks: levering.Hooks{
-			AfterVerzending: func(context.Context, int64) error { fault.At("mutatielevering.after_verzending"); return nil },
-			AfterCommit:     func(context.Context, int64) error { fault.At("mutatielevering.after_db_commit"); return nil },
+			AfterVerzending: func(context.Context, []int64) error { fault.At("mutatielevering.after_verzending"); return nil },
+			AfterCommit:     func(context.Context, []int64) error { fault.At("mutatielevering.after_db_commit"); return nil },
 		},
 	}, log)
 	if err != nil {

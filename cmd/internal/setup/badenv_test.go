@@ -52,6 +52,7 @@ var mutatieleveringBad = [][2]string{
 	{"BRP_LEVERING_MUTATIELEVERING_WORKERS", "0"},
 	{"BRP_LEVERING_MUTATIELEVERING_WORKERS", "x"},
 	{"BRP_LEVERING_MUTATIELEVERING_PREFETCH", "-1"},
+	{"BRP_LEVERING_MUTATIELEVERING_BATCH", "0"},
 }
 
 func checkBad(t *testing.T, pkg string, cases [][2]string) {

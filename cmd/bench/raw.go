@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+	"github.com/lib/pq"
+
+	"github.com/brp/levering/broker"
+)
+
+// rawPhase measures the raw ceiling: a bare loop doing per item only what the pipeline cannot
+// avoid (receive a persistent message, one status UPDATE committed, one persistent send
+// confirmed by a receipt over a connection of its own, ack), with no ordering logic. Once one
+// item per database and broker transaction, once in batches; at 4 goroutines (the default
+// workers of one consumer process) and at K*4 for every K of the pipeline runs.
+func (b *bench) rawPhase(ctx context.Context) []Raw {
+	// The contract's columns of admhnd, without the service's own indexes and triggers.
+	if _, err := b.db.ExecContext(ctx, `create table if not exists bench_raw (
+		id bigint primary key, soort text not null, tsreg timestamptz not null, tslev timestamptz null, statuslev text null)`); err != nil {
+		return []Raw{{Error: b.fail("raw", err)}}
+	}
+	gs := []int{4}
+	for _, k := range b.o.consumers {
+		gs = append(gs, 4*k)
+	}
+	slices.Sort(gs)
+	gs = slices.Compact(gs)
+	var out []Raw
+	i := 0
+	for _, batch := range []int{1, b.o.rawBatch} {
+		for _, g := range gs {
+			if ctx.Err() != nil {
+				return out
+			}
+			i++
+			r := b.rawRun(ctx, i, batch, g)
+			b.logf("raw batch %d, %d goroutines: %d items in %.2fs: %.0f/s", batch, g, r.N, r.Seconds, r.Rate)
+			out = append(out, r)
+		}
+	}
+	_, _ = b.db.ExecContext(ctx, `drop table if exists bench_raw`)
+	return out
+}
+
+type rawPub struct {
+	ID       int64   `json:"id"`
+	Personen []int64 `json:"personen"`
+}
+
+type rawVerzending struct {
+	ID       int64     `json:"id"`
+	Soort    string    `json:"soort"`
+	Tsreg    time.Time `json:"tsreg"`
+	Tslev    time.Time `json:"tslev"`
+	Personen []int64   `json:"personen"`
+}
+
+func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int) Raw {
+	n := b.o.rawN
+	mode := "1 item per transaction"
+	if batch > 1 {
+		mode = fmt.Sprintf("batches of %d", batch)
+	}
+	r := Raw{Mode: mode, Batch: batch, Goroutines: goroutines, N: n}
+	label := fmt.Sprintf("raw %d", idx)
+	fail := func(err error) Raw { r.Error = b.fail(label, err); return r }
+	if _, err := b.db.ExecContext(ctx, `truncate bench_raw`); err != nil {
+		return fail(err)
+	}
+	if _, err := b.db.ExecContext(ctx, `insert into bench_raw (id, soort, tsreg)
+		select g, 'VERHUIZING', now() - interval '1 hour' + g * interval '1 ms' from generate_series(1, $1::bigint) g`, n); err != nil {
+		return fail(err)
+	}
+	if _, err := b.db.ExecContext(ctx, `vacuum analyze bench_raw`); err != nil {
+		return fail(err)
+	}
+	qin := fmt.Sprintf("/queue/brp.bench.%s.raw%d.in", b.runID, idx)
+	qout := fmt.Sprintf("/queue/brp.bench.%s.raw%d.out", b.runID, idx)
+	if err := b.prefill(ctx, qin, n); err != nil {
+		return fail(err)
+	}
+
+	// Connection pairs like the consumer processes': one receiving (prefetch for the
+	// workers' batches), one sending, 4 workers each.
+	pairs := (goroutines + 3) / 4
+	r.Conns = pairs
+	var conns []*broker.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	type pair struct {
+		sub     *broker.Subscription
+		send    *broker.Conn
+		workers int
+	}
+	var ps []pair
+	for i := range pairs {
+		workers := min(4, goroutines-4*i)
+		recv, err := broker.Dial(ctx, b.bcfg)
+		if err != nil {
+			return fail(err)
+		}
+		conns = append(conns, recv)
+		send, err := broker.Dial(ctx, b.bcfg)
+		if err != nil {
+			return fail(err)
+		}
+		conns = append(conns, send)
+		ps = append(ps, pair{send: send, workers: workers})
+		_ = recv
+		ps[len(ps)-1].sub, err = recv.Subscribe(ctx, qin, 2*batch*workers)
+		if err != nil {
+			return fail(err)
+		}
+	}
+	m0 := markCPU(b.brokerPID, b.pgPID)
+	var processed atomic.Int64
+	done := make(chan struct{})
+	var doneOnce sync.Once
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, goroutines)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for _, p := range ps {
+		for range p.workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := b.rawWorker(wctx, p.sub, p.send, qout, batch, func(k int) {
+					if processed.Add(int64(k)) >= int64(n) {
+						doneOnce.Do(func() { close(done) })
+					}
+				})
+				if err != nil && wctx.Err() == nil {
+					errc <- err
+				}
+			}()
+		}
+	}
+	var runErr error
+	select {
+	case <-done:
+	case runErr = <-errc:
+	case <-ctx.Done():
+		runErr = ctx.Err()
+	case <-time.After(b.o.phaseTimeout):
+		runErr = fmt.Errorf("%d of %d items after %v", processed.Load(), n, b.o.phaseTimeout)
+	}
+	el := time.Since(t0)
+	r.CPU = markCPU(b.brokerPID, b.pgPID).since(m0)
+	cancel()
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+	if runErr != nil {
+		return fail(runErr)
+	}
+	r.Seconds = round3(el.Seconds())
+	r.Rate = float64(n) / el.Seconds()
+	if err := b.db.GetContext(ctx, &r.Verified, `select count(*) from bench_raw where statuslev = 'geleverd'`); err != nil {
+		return fail(err)
+	}
+	if r.Verified != n {
+		return fail(fmt.Errorf("%d of %d rows geleverd", r.Verified, n))
+	}
+	// Empty the run's queues (not timed).
+	got, err := b.drain(ctx, qout, n)
+	if err != nil {
+		return fail(err)
+	}
+	if len(got) < n {
+		return fail(fmt.Errorf("%d of %d messages on the out queue", len(got), n))
+	}
+	_, _ = b.drain(ctx, qin, 0)
+	return r
+}
+
+// prefill puts n persistent publications on queue, 100 per broker transaction.
+func (b *bench) prefill(ctx context.Context, queue string, n int) error {
+	conn, err := broker.Dial(ctx, b.bcfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Disconnect()
+	var msgs []broker.Message
+	for i := 1; i <= n; i++ {
+		body, _ := json.Marshal(rawPub{ID: int64(i), Personen: []int64{int64(1 + i%b.o.personen)}})
+		msgs = append(msgs, broker.Message{Destination: queue, AdmhndID: int64(i), Body: body})
+		if len(msgs) == 100 || i == n {
+			if err := conn.Send(ctx, msgs...); err != nil {
+				return err
+			}
+			msgs = msgs[:0]
+		}
+	}
+	return nil
+}
+
+// rawWorker receives, updates (committed), sends (confirmed) and acks until ctx ends; with
+// batch > 1 it gathers up to batch messages (waiting at most 5 ms for each next one) and
+// handles them in one database and one broker transaction.
+func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, send *broker.Conn, qout string, batch int, done func(int)) error {
+	recv := func(wait time.Duration) (*stomp.Message, error) {
+		var timeout <-chan time.Time
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timeout:
+			return nil, nil
+		case m, ok := <-sub.C():
+			if !ok {
+				return nil, errors.New("subscription closed")
+			}
+			if m.Err != nil {
+				return nil, m.Err
+			}
+			return m, nil
+		}
+	}
+	ids := make([]int64, 0, batch)
+	pubs := map[int64]rawPub{}
+	for {
+		m, err := recv(0)
+		if err != nil {
+			return err
+		}
+		ms := []*stomp.Message{m}
+		for len(ms) < batch {
+			m, err := recv(5 * time.Millisecond)
+			if err != nil {
+				return err
+			}
+			if m == nil {
+				break
+			}
+			ms = append(ms, m)
+		}
+		ids = ids[:0]
+		clear(pubs)
+		for _, m := range ms {
+			var p rawPub
+			if err := json.Unmarshal(m.Body, &p); err != nil {
+				return fmt.Errorf("raw: bad message: %w", err)
+			}
+			if h := m.Header.Get("admhnd-id"); h != strconv.FormatInt(p.ID, 10) {
+				return fmt.Errorf("raw: admhnd-id %q differs from body id %d", h, p.ID)
+			}
+			ids = append(ids, p.ID)
+			pubs[p.ID] = p
+		}
+		// One statement, committed on its own: one database transaction for the batch.
+		var out []broker.Message
+		var rows []struct {
+			ID    int64     `db:"id"`
+			Soort string    `db:"soort"`
+			Tsreg time.Time `db:"tsreg"`
+			Tslev time.Time `db:"tslev"`
+		}
+		if len(ids) == 1 {
+			err = b.db.SelectContext(ctx, &rows, `update bench_raw set statuslev = 'geleverd', tslev = now()
+				where id = $1 returning id, soort, tsreg, tslev`, ids[0])
+		} else {
+			err = b.db.SelectContext(ctx, &rows, `update bench_raw set statuslev = 'geleverd', tslev = now()
+				where id = any($1) returning id, soort, tsreg, tslev`, pq.Array(ids))
+		}
+		if err != nil {
+			return fmt.Errorf("raw: update: %w", err)
+		}
+		for _, row := range rows {
+			body, _ := json.Marshal(rawVerzending{ID: row.ID, Soort: row.Soort, Tsreg: row.Tsreg, Tslev: row.Tslev, Personen: pubs[row.ID].Personen})
+			out = append(out, broker.Message{Destination: qout, AdmhndID: row.ID, Body: body})
+		}
+		// One message with a receipt, or one STOMP transaction committed with a receipt.
+		if err := send.Send(ctx, out...); err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if err := sub.Ack(ctx, m); err != nil {
+				return err
+			}
+		}
+		done(len(ms))
+	}
+}

@@ -1,0 +1,556 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the PostgreSQL driver
+
+	"github.com/brp/levering/broker"
+	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/schema"
+)
+
+// bench holds what every phase shares.
+type bench struct {
+	o              options
+	stdout, stderr io.Writer
+	bcfg           broker.Config
+	serverURL      string
+	dbURL          string
+	db             *sqlx.DB
+	runID          string
+	logDir         string
+	brokerPID      int
+	pgPID          int
+	res            *Results
+	peakPSS        int64
+	started        time.Time
+}
+
+// workloadSeed makes every pipeline run get the same handelingen.
+const workloadSeed = 20260101
+
+var dbName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, error) {
+	var common setup.Common
+	if err := setup.Load(&common); err != nil {
+		return nil, err
+	}
+	bcfg, err := common.Broker()
+	if err != nil {
+		return nil, err
+	}
+	if !dbName.MatchString(o.db) {
+		return nil, fmt.Errorf("-db %q: expected a lower-case SQL identifier", o.db)
+	}
+	b := &bench{o: o, stdout: stdout, stderr: stderr, bcfg: bcfg, serverURL: string(common.DatabaseURL),
+		runID: strconv.FormatInt(time.Now().UnixMilli(), 36), started: time.Now()}
+	b.logDir = filepath.Join(o.logs, b.runID)
+	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	b.res = &Results{StartedAt: b.started.UTC().Format(time.RFC3339), Settings: Settings{
+		N: o.n, Personen: o.personen, Multi: 0.3, Excluded: 0.05, Consumers: o.consumers, Workers: "default",
+		Delay: "default", Limit: "default", MaxInLevering: "default", ExtraEnv: o.env, Chain: o.chain,
+		ChainBackground: o.chainBackground, SeedN: o.seedN, SeedWindow: o.seedWindow.Seconds(), RawN: o.rawN,
+		RawBatch: o.rawBatch, History: o.history, Backlog: o.backlog, BacklogPersonen: o.backlogPersonen, Quick: o.quick,
+	}, Errors: []string{}, Notes: []string{}}
+	for _, bin := range []string{"publicatie", "mutatielevering"} {
+		if _, err := os.Stat(filepath.Join(o.bin, bin)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s (build it with scripts/bench.sh, or pass -bin): %w", bin, o.bin, err)
+		}
+	}
+	if err := b.createDatabase(ctx); err != nil {
+		return nil, err
+	}
+	defer b.db.Close()
+	defer func() {
+		if o.keep {
+			b.logf("kept database %s", o.db)
+			return
+		}
+		if err := b.dropDatabase(); err != nil {
+			b.logf("could not drop database %s: %v", o.db, err)
+		}
+	}()
+	b.machine(ctx)
+	b.logf("run %s: logs in %s, database %s, queues /queue/brp.bench.%s.*", b.runID, b.logDir, o.db, b.runID)
+
+	if o.runs("pipeline") {
+		for _, k := range o.consumers {
+			if ctx.Err() != nil {
+				break
+			}
+			p := b.pipelinePhase(ctx, k)
+			b.res.Pipeline = append(b.res.Pipeline, p)
+		}
+	}
+	if o.runs("chain") && ctx.Err() == nil {
+		b.res.Chain = b.chainPhase(ctx)
+	}
+	if o.runs("seed") && ctx.Err() == nil {
+		p := b.seedPhase(ctx)
+		b.res.Seed = &p
+	}
+	if o.runs("raw") && ctx.Err() == nil {
+		b.res.Raw = b.rawPhase(ctx)
+	}
+	if o.runs("scale") && ctx.Err() == nil {
+		b.res.Scale = b.scalePhase(ctx)
+	}
+	if ctx.Err() != nil {
+		b.res.Errors = append(b.res.Errors, "interrupted: "+ctx.Err().Error())
+	}
+	b.services(ctx)
+	b.ratios()
+	b.res.DurationSeconds = time.Since(b.started).Seconds()
+	if err := write(b.res, o.out, stdout); err != nil {
+		return b.res, err
+	}
+	return b.res, nil
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "bench %6.1fs: %s\n", time.Since(b.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (b *bench) fail(what string, err error) string {
+	msg := fmt.Sprintf("%s: %v", what, err)
+	b.res.Errors = append(b.res.Errors, msg)
+	b.logf("ERROR %s", msg)
+	return err.Error()
+}
+
+// createDatabase (re)creates the bench database on the configured server and migrates it.
+func (b *bench) createDatabase(ctx context.Context) error {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	admin, err := setup.OpenDB(wctx, setup.DatabaseURL(b.serverURL), quiet)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %w", redact(b.serverURL), err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, `drop database if exists `+b.o.db+` with (force)`); err != nil {
+		return fmt.Errorf("drop database %s: %w", b.o.db, err)
+	}
+	if _, err := admin.ExecContext(ctx, `create database `+b.o.db); err != nil {
+		return fmt.Errorf("create database %s: %w", b.o.db, err)
+	}
+	u, err := url.Parse(b.serverURL)
+	if err != nil {
+		return fmt.Errorf("BRP_DATABASE_URL: %w", err)
+	}
+	u.Path = "/" + b.o.db
+	b.dbURL = u.String()
+	b.db, err = sqlx.Open("postgres", b.dbURL)
+	if err != nil {
+		return err
+	}
+	b.db.SetMaxOpenConns(80)
+	b.db.SetMaxIdleConns(80)
+	if _, err := schema.Migrate(ctx, b.db.DB); err != nil {
+		return fmt.Errorf("migrate %s: %w", b.o.db, err)
+	}
+	// The broker must answer too: fail now, not in the middle of the run.
+	conn, err := broker.Dial(ctx, b.bcfg)
+	if err != nil {
+		return fmt.Errorf("broker at %s is not reachable (start it with scripts/services.sh up): %w", b.bcfg.Addr, err)
+	}
+	b.res.Machine.Broker = conn.Server
+	conn.Disconnect()
+	return nil
+}
+
+func (b *bench) dropDatabase() error {
+	b.db.Close()
+	admin, err := sqlx.Open("postgres", b.serverURL)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = admin.ExecContext(ctx, `drop database if exists `+b.o.db+` with (force)`)
+	return err
+}
+
+func redact(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return "(database)"
+}
+
+// machine records the machine, the services and the code; it finds the broker's and the
+// PostgreSQL server's processes (when they run on this machine) for CPU and memory figures.
+func (b *bench) machine(ctx context.Context) {
+	m := &b.res.Machine
+	m.CPUs = runtime.NumCPU()
+	if v, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(v))
+	}
+	_ = b.db.GetContext(ctx, &m.Postgres, `select split_part(version(), ' on ', 1)`)
+	m.Bench = buildInfo()
+	m.Code = gitRevision()
+	b.brokerPID = findBroker(b.bcfg.Addr)
+	var backend int
+	if err := b.db.GetContext(ctx, &backend, `select pg_backend_pid()`); err == nil {
+		if c, err := cpuOf(backend); err == nil && isPostgres(c.ppid) {
+			b.pgPID = c.ppid
+		}
+	}
+	if b.brokerPID == 0 {
+		b.res.Notes = append(b.res.Notes, "broker JVM not found on this machine: no broker CPU/RSS figures")
+	}
+	if b.pgPID == 0 {
+		b.res.Notes = append(b.res.Notes, "PostgreSQL server not found on this machine: no postgres CPU/memory figures")
+	}
+}
+
+func isPostgres(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(b), "postgres")
+}
+
+func gitRevision() string {
+	rev, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	s := strings.TrimSpace(string(rev))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		s += " + uncommitted changes"
+	}
+	return s
+}
+
+// ---------------------------------------------------------------- shared steps
+
+type queues struct{ pub, verzending, dlq string }
+
+func (b *bench) queues(label string) queues {
+	p := "/queue/brp.bench." + b.runID + "." + label
+	return queues{pub: p + ".admhndpublicatie", verzending: p + ".verzending", dlq: p + ".dlq"}
+}
+
+// env is the complete environment of a publicatie or mutatielevering process: this process's
+// environment without BRP_ settings (so that a shell's tuning does not leak in), the broker
+// connection as given, the bench database, the run's queues and cluster, JSON logs, then -env
+// and extra.
+func (b *bench) env(q queues, cluster, level string, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BRP_") || strings.HasPrefix(kv, "BRP_STOMP_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "BRP_DATABASE_URL="+b.dbURL, "BRP_STOMP_ADDR="+b.bcfg.Addr,
+		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE="+q.pub, "BRP_LEVERING_VERZENDING_QUEUE="+q.verzending,
+		"BRP_LEVERING_MUTATIELEVERING_DLQ="+q.dlq, "BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER="+cluster,
+		"BRP_HTTP_ADDR=127.0.0.1:0", "BRP_LOG_FORMAT=json", "BRP_LOG_LEVEL="+level)
+	env = append(env, b.o.env...)
+	return append(env, extra...)
+}
+
+// truncate empties the contract's tables (and what references them).
+func (b *bench) truncate(ctx context.Context) error {
+	_, err := b.db.ExecContext(ctx, `truncate admhnd, admhnd_persoon cascade`)
+	return err
+}
+
+// seed inserts hs as bijhouding would and refreshes the planner's statistics.
+func (b *bench) seed(ctx context.Context, hs []load.Handeling) error {
+	if err := load.Insert(ctx, b.db, hs); err != nil {
+		return err
+	}
+	_, err := b.db.ExecContext(ctx, `analyze admhnd, admhnd_persoon`)
+	return err
+}
+
+func workload(n, personen int, firstID int64, start time.Time) []load.Handeling {
+	return load.Generate(load.Spec{N: n, Personen: personen, Multi: 0.3, Excluded: 0.05, FirstID: firstID,
+		Seed: workloadSeed, Start: start})
+}
+
+func expected(hs []load.Handeling) int {
+	n := 0
+	for _, h := range hs {
+		if h.Soort != load.ExcludedSoort && len(h.Personen) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func byID(hs []load.Handeling) map[int64]load.Handeling {
+	m := make(map[int64]load.Handeling, len(hs))
+	for _, h := range hs {
+		m[h.ID] = h
+	}
+	return m
+}
+
+// processes is one publicatie and k mutatielevering processes of one measurement.
+type processes struct {
+	pub  *proc
+	cons []*proc
+}
+
+func (ps processes) all() []*proc { return append([]*proc{ps.pub}, ps.cons...) }
+
+// start starts k consumers and then the publisher (debug logs: one line per round).
+func (b *bench) start(label string, k int, q queues, extra ...string) (processes, error) {
+	var ps processes
+	dir := filepath.Join(b.logDir, label)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ps, err
+	}
+	cluster := "bench-" + b.runID + "-" + label
+	for i := range k {
+		p, err := startProc(fmt.Sprintf("mutatielevering-%d", i+1), filepath.Join(b.o.bin, "mutatielevering"),
+			b.env(q, cluster, "info", extra...), filepath.Join(dir, fmt.Sprintf("mutatielevering-%d.log", i+1)))
+		if err != nil {
+			killAll(ps.cons)
+			return ps, err
+		}
+		ps.cons = append(ps.cons, p)
+	}
+	p, err := startProc("publicatie", filepath.Join(b.o.bin, "publicatie"), b.env(q, cluster, "debug", extra...),
+		filepath.Join(dir, "publicatie.log"))
+	if err != nil {
+		killAll(ps.cons)
+		return ps, err
+	}
+	ps.pub = p
+	return ps, nil
+}
+
+// ready waits until the publisher leads and every consumer is subscribed.
+func (b *bench) ready(ctx context.Context, ps processes) error {
+	if err := ps.pub.waitLog(ctx, "became leader", 30*time.Second); err != nil {
+		return err
+	}
+	for _, c := range ps.cons {
+		if err := c.waitLog(ctx, "connected to broker", 30*time.Second); err != nil {
+			return err
+		}
+	}
+	// The publisher's LISTEN connection is set up beside its first round.
+	time.Sleep(300 * time.Millisecond)
+	return nil
+}
+
+// exitedEarly reports a process that ended while it should run.
+func exitedEarly(ps processes) error {
+	for _, p := range ps.all() {
+		if p.exited() {
+			return fmt.Errorf("%s exited (%v):\n%s", p.name, p.err, p.lastLines())
+		}
+	}
+	return nil
+}
+
+type counts struct{ geleverd, fout, inLevering int }
+
+// countRange counts the statuses of the handelingen with ids in [from, to] (a primary-key
+// range scan: cheap however long the history).
+func (b *bench) countRange(ctx context.Context, from, to int64) (counts, error) {
+	var c counts
+	err := b.db.QueryRowxContext(ctx, `select count(*) filter (where statuslev = 'geleverd'),
+		count(*) filter (where statuslev = 'fout'), count(*) filter (where statuslev = 'in_levering')
+		from admhnd where id between $1 and $2`, from, to).Scan(&c.geleverd, &c.fout, &c.inLevering)
+	return c, err
+}
+
+// roundStats reads the publisher's round time from its metrics and its debug log.
+func roundStats(m promText, lines []roundLine) RoundStats {
+	var rs RoundStats
+	if bs, sum, count, ok := m.histogram("brp_levering_publication_round_duration_seconds"); ok && count > 0 {
+		rs.Count = int(count)
+		rs.MeanMs = 1000 * sum / count
+		rs.P50Ms = 1000 * bucketQuantile(0.50, bs)
+		rs.P95Ms = 1000 * bucketQuantile(0.95, bs)
+	}
+	var ms, full []float64
+	published := 0
+	for _, l := range lines {
+		if l.published == 0 {
+			continue
+		}
+		ms = append(ms, l.ms)
+		published += l.published
+		if l.published >= 500 {
+			full = append(full, l.ms)
+		}
+	}
+	rs.LogCount = len(ms)
+	if len(ms) > 0 {
+		rs.LogP50Ms = percentile(ms, 0.50)
+		rs.LogP95Ms = percentile(ms, 0.95)
+		rs.LogMaxMs = percentile(ms, 1)
+		for _, x := range ms {
+			rs.LogSumMs += x
+		}
+		rs.PublishedAvg = float64(published) / float64(len(ms))
+	}
+	rs.FullRounds = len(full)
+	if len(full) > 0 {
+		rs.FullP50Ms = percentile(full, 0.5)
+	}
+	return rs
+}
+
+// drain reads queue until it has want messages and then nothing more arrives for a moment (or
+// nothing arrives for longer), acknowledging everything, and returns the admhnd-ids in queue
+// order. One subscriber reads a queue in order, whatever its prefetch.
+func (b *bench) drain(ctx context.Context, queue string, want int) ([]int64, error) {
+	conn, err := broker.Dial(ctx, b.bcfg)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Disconnect()
+	sub, err := conn.Subscribe(ctx, queue, 1000)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	idle := func() time.Duration {
+		if len(ids) >= want {
+			return 300 * time.Millisecond
+		}
+		return 10 * time.Second
+	}
+	timer := time.NewTimer(idle())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ids, ctx.Err()
+		case <-timer.C:
+			return ids, nil
+		case m, ok := <-sub.C():
+			if !ok {
+				return ids, errors.New("subscription closed")
+			}
+			if m.Err != nil {
+				return ids, m.Err
+			}
+			id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
+			ids = append(ids, id)
+			if err := sub.Ack(ctx, m); err != nil {
+				return ids, err
+			}
+			timer.Reset(idle())
+		}
+	}
+}
+
+// services records the broker's and PostgreSQL's memory and the bench database's size.
+func (b *bench) services(ctx context.Context) {
+	s := &b.res.Services
+	s.BrokerPID, s.PostgresPID = b.brokerPID, b.pgPID
+	if b.brokerPID != 0 {
+		s.BrokerRSSMB = float64(statusKB(b.brokerPID, "VmRSS")) / 1024
+		s.BrokerPeakRSSMB = float64(statusKB(b.brokerPID, "VmHWM")) / 1024
+	}
+	if b.pgPID != 0 {
+		s.PostgresPSSMB = float64(treePSS(b.pgPID)) / 1024
+		b.samplePSS()
+		s.PostgresPeakPSSMB = float64(b.peakPSS) / 1024
+	}
+	var size int64
+	if err := b.db.GetContext(ctx, &size, `select pg_database_size(current_database())`); err == nil {
+		s.DatabaseMB = float64(size) / (1 << 20)
+	}
+}
+
+func (b *bench) samplePSS() {
+	if b.pgPID != 0 {
+		b.peakPSS = max(b.peakPSS, treePSS(b.pgPID))
+	}
+}
+
+// ratios computes the comparisons of the issue at 4 consumers (or the nearest count run).
+func (b *bench) ratios() {
+	r := &b.res.Ratios
+	var at *Pipeline
+	for i := range b.res.Pipeline {
+		p := &b.res.Pipeline[i]
+		if p.Error != "" {
+			continue
+		}
+		if at == nil || abs(p.Consumers-4) < abs(at.Consumers-4) {
+			at = p
+		}
+	}
+	if at != nil {
+		r.At = at.Consumers
+		goroutines := 4
+		for _, x := range b.res.Raw {
+			if x.Goroutines != goroutines || x.Rate == 0 {
+				continue
+			}
+			if x.Batch > 1 {
+				r.PipelineVsRawBatch = at.Rate / x.Rate
+			} else {
+				r.PipelineVsRawSingle = at.Rate / x.Rate
+			}
+		}
+		if b.res.Seed != nil && b.res.Seed.Rate > 0 {
+			r.PipelineVsSeed = at.Rate / b.res.Seed.Rate
+		}
+	}
+	var ok []Scale
+	for _, s := range b.res.Scale {
+		if s.Error == "" && s.Rounds.LogP50Ms > 0 {
+			ok = append(ok, s)
+		}
+	}
+	if len(ok) >= 2 {
+		first, last := ok[0], ok[len(ok)-1]
+		r.ScaleSmallest, r.ScaleLargest = first.History, last.History
+		r.ScaleLargestVsFirst = last.Rounds.LogP50Ms / first.Rounds.LogP50Ms
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// percentile of xs (not modified) with linear interpolation between closest ranks.
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	slices.Sort(s)
+	pos := q * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := int(math.Ceil(pos))
+	if lo == hi {
+		return s[lo]
+	}
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
