@@ -11,9 +11,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
-	"github.com/brp/levering/levering"
 	"github.com/brp/levering/publicatie"
 )
 
@@ -103,39 +103,29 @@ func verifyDeliveredWithin(t *testing.T, db *sqlx.DB, hs []load.Handeling, verze
 	return rep
 }
 
-// TestEndToEnd runs with the seed's default delay (5 s): speed comes from the wake-ups.
+// TestEndToEnd runs 2,000 handelingen over 200 persons (a third multi-person) through one
+// publisher and four consumers, on each supported broker, with the seed's default delay
+// (5 s): speed comes from the wake-ups.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
-	db, dbURL := brptest.DB(t)
-	q := brptest.NewQueues(t)
-	hs := load.Generate(load.Spec{N: 2000, Personen: 200, Multi: 1.0 / 3, Excluded: 0.05, Seed: 42})
-	if err := load.Insert(context.Background(), db, hs); err != nil {
-		t.Fatal(err)
+	for name, b := range map[string]func(*testing.T) broker.Config{
+		"ActiveMQ": func(*testing.T) broker.Config { return brptest.Broker() },
+		"RabbitMQ": func(t *testing.T) broker.Config { return brptest.RabbitMQ(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorldBroker(t, b(t), load.Spec{N: 2000, Personen: 200, Multi: 1.0 / 3, Excluded: 0.05, Seed: 42})
+			peak := watchInLevering(t, w.db)
+			const maxInLevering = 100
+			w.consumers(t, 4, 2)
+			start := time.Now()
+			pub := w.publisher(t, publicatie.Config{MaxInLevering: maxInLevering})
+			rep := w.verify(t)
+			if p := peak(); p > maxInLevering {
+				t.Fatalf("peak in levering %d exceeds MAXINLEVERING %d", p, maxInLevering)
+			}
+			t.Logf("%s: %d handelingen in %v: %d verzending messages (%d duplicates), %d rounds, peak in levering %d",
+				name, len(w.hs), time.Since(start).Round(time.Millisecond), rep.Messages, rep.Duplicates, pub.RoundsCommitted(), peak())
+		})
 	}
-	verzending := brptest.Read(t, q.Verzending)
-	peak := watchInLevering(t, db)
-	const maxInLevering = 100
-
-	for range 4 {
-		c, err := levering.New(db, levering.Config{Queue: q.Publicatie, VerzendingQueue: q.Verzending,
-			DeadLetterQueue: q.DLQ, Workers: 2, Broker: brptest.Broker()}, quiet())
-		if err != nil {
-			t.Fatal(err)
-		}
-		goRun(t, c.Run)
-	}
-	pub, err := publicatie.New(db, publicatie.Config{MaxInLevering: maxInLevering,
-		Queue: q.Publicatie, ListenURL: dbURL, Broker: brptest.Broker()}, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	goRun(t, pub.Run)
-
-	rep := verifyDelivered(t, db, hs, verzending)
-	if p := peak(); p > maxInLevering {
-		t.Fatalf("peak in levering %d exceeds MAXINLEVERING %d", p, maxInLevering)
-	}
-	t.Logf("%d handelingen in %v: %d verzending messages (%d duplicates), %d rounds, peak in levering %d",
-		len(hs), time.Since(start).Round(time.Millisecond), rep.Messages, rep.Duplicates, pub.RoundsCommitted(), peak())
 }

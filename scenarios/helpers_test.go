@@ -36,9 +36,21 @@ func newWorld(t *testing.T, spec load.Spec) *world {
 // newWorldOn sets up a scenario on svc, or on the shared services when svc is nil.
 func newWorldOn(t *testing.T, svc *brptest.Services, spec load.Spec) *world {
 	t.Helper()
-	w := &world{svc: svc, broker: brptest.Broker(), q: brptest.NewQueues(t), hs: load.Generate(spec)}
 	if svc != nil {
-		w.broker = svc.Broker()
+		return makeWorld(t, svc, svc.Broker(), spec)
+	}
+	return makeWorld(t, nil, brptest.Broker(), spec)
+}
+
+// newWorldBroker sets up a scenario on the shared database and broker b.
+func newWorldBroker(t *testing.T, b broker.Config, spec load.Spec) *world {
+	return makeWorld(t, nil, b, spec)
+}
+
+func makeWorld(t *testing.T, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
+	t.Helper()
+	w := &world{svc: svc, broker: b, q: brptest.NewQueues(t), hs: load.Generate(spec)}
+	if svc != nil {
 		w.db, w.dbURL = brptest.DBOn(t, svc.DatabaseURL())
 	} else {
 		w.db, w.dbURL = brptest.DB(t)
@@ -52,10 +64,7 @@ func newWorldOn(t *testing.T, svc *brptest.Services, spec load.Spec) *world {
 
 // env is the environment for the world's processes.
 func (w *world) env(extra ...string) []string {
-	if w.svc != nil {
-		return w.svc.Env(w.dbURL, w.q, extra...)
-	}
-	return brptest.Env(w.dbURL, w.q, extra...)
+	return brptest.EnvFor(w.broker, w.dbURL, w.q, extra...)
 }
 
 // consumerProc starts a real mutatielevering process.

@@ -48,6 +48,20 @@ func Broker() broker.Config {
 		Host: os.Getenv("BRP_STOMP_HOST"), OpTimeout: 20 * time.Second}
 }
 
+// RabbitMQ is the second broker of the suite (scripts/services.sh up-rabbitmq): the
+// BRP_RABBITMQ_STOMP_* variables that `services.sh env` prints while it runs. The test fails
+// when they are missing.
+func RabbitMQ(t testing.TB) broker.Config {
+	t.Helper()
+	addr := os.Getenv("BRP_RABBITMQ_STOMP_ADDR")
+	if addr == "" {
+		t.Fatal("brptest: BRP_RABBITMQ_STOMP_ADDR is not set: start RabbitMQ with scripts/services.sh up-rabbitmq " +
+			`and eval "$(scripts/services.sh env)" (scripts/test.sh does both)`)
+	}
+	return broker.Config{Addr: addr, Login: os.Getenv("BRP_RABBITMQ_STOMP_LOGIN"), Passcode: os.Getenv("BRP_RABBITMQ_STOMP_PASSCODE"),
+		Host: os.Getenv("BRP_RABBITMQ_STOMP_HOST"), OpTimeout: 20 * time.Second}
+}
+
 var unsafe = regexp.MustCompile(`[^a-z0-9]+`)
 
 // Name returns a short unique lower-case name for t, usable as a database or queue name.

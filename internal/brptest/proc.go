@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brp/levering/broker"
 )
 
 // Proc is a running command whose JSON log lines are kept for the test to inspect.
@@ -162,14 +164,20 @@ func (p *Proc) Wait(timeout time.Duration) (int, error) {
 	return 0, p.err
 }
 
-// Env is the environment a test's processes share: its database and its queues.
+// Env is the environment a test's processes share: its database and its queues, on the
+// tests' broker.
 func Env(dbURL string, q Queues, extra ...string) []string {
-	b := Broker()
+	return EnvFor(Broker(), dbURL, q, extra...)
+}
+
+// EnvFor is Env on the broker of b.
+func EnvFor(b broker.Config, dbURL string, q Queues, extra ...string) []string {
 	env := []string{
 		"BRP_DATABASE_URL=" + dbURL,
 		"BRP_STOMP_ADDR=" + b.Addr,
 		"BRP_STOMP_LOGIN=" + b.Login,
 		"BRP_STOMP_PASSCODE=" + b.Passcode,
+		"BRP_STOMP_HOST=" + b.Host,
 		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE=" + q.Publicatie,
 		"BRP_LEVERING_VERZENDING_QUEUE=" + q.Verzending,
 		"BRP_LEVERING_MUTATIELEVERING_DLQ=" + q.DLQ,

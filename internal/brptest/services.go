@@ -16,12 +16,13 @@ import (
 	"github.com/brp/levering/broker"
 )
 
-// Services is a PostgreSQL and ActiveMQ of one test's own, for scenarios that restart them
+// Services is a PostgreSQL and a broker of one test's own, for scenarios that restart them
 // (restarting the shared ones would break every test running beside it).
 type Services struct {
 	t         testing.TB
 	env       []string
 	dir       string
+	rabbit    bool
 	PGPort    int
 	StompPort int
 }
@@ -44,15 +45,33 @@ func freePort(t testing.TB) int {
 // directory of the test's own, and stops them when the test ends.
 func PrivateServices(t testing.TB) *Services {
 	t.Helper()
+	return privateServices(t, false)
+}
+
+// PrivateRabbitMQ is PrivateServices with a RabbitMQ as the broker under test.
+func PrivateRabbitMQ(t testing.TB) *Services {
+	t.Helper()
+	return privateServices(t, true)
+}
+
+func privateServices(t testing.TB, rabbit bool) *Services {
 	dir := filepath.Join(repoDir(), ".run", "private", Name(t))
-	s := &Services{t: t, dir: dir, PGPort: freePort(t), StompPort: freePort(t)}
+	s := &Services{t: t, dir: dir, rabbit: rabbit, PGPort: freePort(t), StompPort: freePort(t)}
 	s.env = append(os.Environ(), "BRP_RUN_DIR="+dir,
 		"BRP_DEV_PG_PORT="+strconv.Itoa(s.PGPort), "BRP_DEV_STOMP_PORT="+strconv.Itoa(s.StompPort))
+	if rabbit {
+		s.StompPort = freePort(t)
+		s.env = append(s.env, "BRP_DEV_RABBIT_STOMP_PORT="+strconv.Itoa(s.StompPort),
+			"BRP_DEV_RABBIT_DIST_PORT="+strconv.Itoa(freePort(t)), "BRP_DEV_RABBIT_EPMD_PORT="+strconv.Itoa(freePort(t)))
+	}
 	t.Cleanup(func() {
 		s.run("down")
 		_ = os.RemoveAll(dir)
 	})
 	s.run("up")
+	if rabbit {
+		s.run("up-rabbitmq")
+	}
 	return s
 }
 
@@ -73,17 +92,29 @@ func (s *Services) DatabaseURL() string {
 // Broker is the private broker.
 func (s *Services) Broker() broker.Config {
 	b := Broker()
+	if s.rabbit {
+		b.Login, b.Passcode, b.Host = "brp", "brp", "/" // what services.sh up-rabbitmq creates
+	}
 	b.Addr = "127.0.0.1:" + strconv.Itoa(s.StompPort)
 	return b
 }
 
-// RestartBroker stops and starts the private ActiveMQ, keeping its data.
-func (s *Services) RestartBroker() { s.run("restart-broker") }
+// RestartBroker stops and starts the private broker, keeping its data.
+func (s *Services) RestartBroker() {
+	if s.rabbit {
+		s.run("restart-rabbitmq")
+		return
+	}
+	s.run("restart-broker")
+}
 
 // StopBroker stops the private ActiveMQ (SIGTERM, as an operator would) and waits until it is
 // gone; StartBroker brings it back with its data.
 func (s *Services) StopBroker() {
 	s.t.Helper()
+	if s.rabbit {
+		s.t.Fatal("brptest: StopBroker supports the private ActiveMQ only")
+	}
 	pidFile := filepath.Join(s.dir, "activemq", "activemq.pid")
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -107,11 +138,5 @@ func (s *Services) RestartDB() { s.run("restart-db") }
 
 // Env is the environment for processes on the private services (see Env).
 func (s *Services) Env(dbURL string, q Queues, extra ...string) []string {
-	env := Env(dbURL, q, extra...)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "BRP_STOMP_ADDR=") {
-			env[i] = "BRP_STOMP_ADDR=" + s.Broker().Addr
-		}
-	}
-	return env
+	return EnvFor(s.Broker(), dbURL, q, extra...)
 }
