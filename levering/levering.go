@@ -413,9 +413,9 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 // park sets a publication that can never be processed aside on the dead-letter queue, with
 // the reason, so that it is acknowledged instead of crash-looping.
 func (c *Consumer) park(ctx context.Context, m *stomp.Message, send *broker.Conn, reason string) error {
-	c.log.Error("publication set aside", slog.String("message_id", m.Header.Get("message-id")),
-		slog.String("reason", reason), slog.String("dead_letter_queue", c.cfg.DeadLetterQueue))
 	id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
+	c.log.Error("publication set aside", slog.Int64("admhnd_id", id), slog.String("message_id", m.Header.Get("message-id")),
+		slog.String("reason", reason), slog.String("dead_letter_queue", c.cfg.DeadLetterQueue))
 	err := send.Send(ctx, broker.Message{
 		Destination: c.cfg.DeadLetterQueue,
 		AdmhndID:    id,

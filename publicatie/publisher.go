@@ -367,7 +367,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	}
 	if len(republished) > 0 {
 		p.log.Warn("handelingen in levering past the redelivery timeout published again",
-			slog.Int("count", len(republished)), slog.Duration("redelivery_timeout", p.cfg.RedeliveryTimeout))
+			slog.Any("admhnd_ids", ids(stale)), slog.Duration("redelivery_timeout", p.cfg.RedeliveryTimeout))
 	}
 	if err := runHook(ctx, p.cfg.Hooks.AfterMark, sent); err != nil {
 		return 0, false, err

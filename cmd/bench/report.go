@@ -267,8 +267,8 @@ func markdown(r *Results) string {
 
 	// CPU.
 	w("## Where the CPU goes\n\nCPU seconds during each run (from `/proc`); the machine has %d CPUs, so %d × wall is all there is. ", r.Machine.CPUs, r.Machine.CPUs)
-	w("*postgres* is every backend of the server (other databases too); *machine* is everything, other work on the machine included.\n\n")
-	w("*other* is the machine's busy time not accounted to the parts: other processes, kernel work for none of them.\n\n")
+	w("*postgres* is every backend of the server (other databases too); *machine* is everything, other work on the machine included; ")
+	w("*other* is the machine's busy time not accounted to these parts (other processes on the machine).\n\n")
 	w("| run | wall s | publicatie | mutatielevering (all) | broker JVM | postgres | bench | other | machine busy | of available |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(label string, c CPUSeconds) {
 		if c.Wall == 0 {
@@ -358,6 +358,7 @@ func chart(r *Results) string {
 	type ref struct {
 		label, color, dash string
 		v                  float64
+		note               string
 	}
 	var pts [][2]float64 // consumers, rate
 	for _, p := range r.Pipeline {
@@ -367,13 +368,13 @@ func chart(r *Results) string {
 	}
 	var refs []ref
 	if x := rawAt(r, true, 4); x != nil {
-		refs = append(refs, ref{fmt.Sprintf("raw ceiling, batches of %d", x.Batch), green, "8 5", x.Rate})
+		refs = append(refs, ref{fmt.Sprintf("raw ceiling, batches of %d", x.Batch), green, "8 5", x.Rate, "4 goroutines"})
 	}
 	if x := rawAt(r, false, 4); x != nil {
-		refs = append(refs, ref{"raw ceiling, 1 item", orange, "8 5", x.Rate})
+		refs = append(refs, ref{"raw ceiling, 1 item per transaction", orange, "8 5", x.Rate, "4 goroutines"})
 	}
 	if r.Seed != nil && r.Seed.Rate > 0 {
-		refs = append(refs, ref{"seed mode (fixed 5 s rounds)", red, "3 4", r.Seed.Rate})
+		refs = append(refs, ref{"seed mode (rounds every 5 s)", red, "3 4", r.Seed.Rate, fmt.Sprintf("%d mutatielevering", r.Seed.Consumers)})
 	}
 	// Raw at K×4 goroutines, drawn faintly at the consumers' x positions.
 	var rawK [2][][2]float64
@@ -510,7 +511,7 @@ func chart(r *Results) string {
 	}
 	item(blue, "", 3, "pipeline", "", true)
 	for _, rf := range refs {
-		item(rf.color, rf.dash, 2, rf.label, thousands(rf.v)+"/s, 4 goroutines", false)
+		item(rf.color, rf.dash, 2, rf.label, thousands(rf.v)+"/s, "+rf.note, false)
 	}
 	if len(rawK[0]) > 0 || len(rawK[1]) > 0 {
 		w(`<circle cx="%d" cy="%d" r="3.5" fill="white" stroke="%s" stroke-width="1.3"/>`+"\n", lx+10, ly, orange)
