@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
@@ -275,5 +277,27 @@ func TestRoundRepublishesHandelingStuckInLevering(t *testing.T) {
 	wantIDs(t, "republished recently: not again", e.round())
 	if n := brptest.Statuses(t, e.db)["in_levering"]; n != 2 {
 		t.Fatalf("%d in levering, want 2 (the cap)", n)
+	}
+}
+
+func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	// 50,000 handelingen of an initial load, older than all real work, stay NULL forever.
+	if _, err := e.db.Exec(`insert into admhnd (id, soort, tsreg)
+		select g, 'GBA_INITIELE_VULLING', timestamptz '2020-01-01' + g * interval '1 ms' from generate_series(1000, 50999) g;
+		insert into admhnd_persoon select g, g from generate_series(1000, 50999) g;
+		analyze admhnd; analyze admhnd_persoon`); err != nil {
+		t.Fatal(err)
+	}
+	e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 30))
+	wantIDs(t, "round", e.round(), 1, 3)
+	var plan []string
+	if err := e.db.Select(&plan, `explain `+selectionSQL,
+		pq.Array(DefaultExcluded), 5000, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(plan, "\n"), "admhnd_te_leveren_zonder_iv_idx") {
+		t.Fatalf("selection does not use the index without the initial load:\n%s", strings.Join(plan, "\n"))
 	}
 }

@@ -41,20 +41,7 @@ func readHorizon(ctx context.Context, tx *sqlx.Tx) (time.Time, error) {
 // committing between them would hide the retried handeling both as a candidate and as a
 // blocker, and its person's next handeling would overtake it.
 func readSelection(ctx context.Context, tx *sqlx.Tx, excluded []string, limit int, horizon time.Time, policy FoutPolicy) ([]Candidate, map[int64]struct{}, error) {
-	rows, err := tx.QueryContext(ctx, `
-		with c as (
-			select id, tsreg from admhnd
-			where statuslev is null and soort <> all($1::text[]) and tsreg < $3
-			order by tsreg, id
-			limit $2
-		)
-		select false as blocker, c.id, c.tsreg, p.persoon_id
-		from c left join admhnd_persoon p on p.admhnd_id = c.id
-		union all
-		select distinct true, null::bigint, null::timestamptz, p.persoon_id
-		from admhnd a join admhnd_persoon p on p.admhnd_id = a.id
-		where a.statuslev = 'in_levering' or ($4 and a.statuslev = 'fout' and a.vrijgegeven is null)
-		order by 1, 3, 2, 4`, pq.Array(excluded), limit, horizon, policy == Strict)
+	rows, err := tx.QueryContext(ctx, selectionSQL, pq.Array(excluded), limit, horizon, policy == Strict)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read selection: %w", err)
 	}
@@ -80,6 +67,24 @@ func readSelection(ctx context.Context, tx *sqlx.Tx, excluded []string, limit in
 	}
 	return cands, blocked, nil
 }
+
+// selectionSQL is readSelection's query. lib/pq plans each execution with its parameters, so
+// with the default exclusion the planner proves that admhnd_te_leveren_zonder_iv_idx applies
+// and a large excluded initial load costs the rounds nothing.
+const selectionSQL = `
+		with c as (
+			select id, tsreg from admhnd
+			where statuslev is null and soort <> all($1::text[]) and tsreg < $3
+			order by tsreg, id
+			limit $2
+		)
+		select false as blocker, c.id, c.tsreg, p.persoon_id
+		from c left join admhnd_persoon p on p.admhnd_id = c.id
+		union all
+		select distinct true, null::bigint, null::timestamptz, p.persoon_id
+		from admhnd a join admhnd_persoon p on p.admhnd_id = a.id
+		where a.statuslev = 'in_levering' or ($4 and a.statuslev = 'fout' and a.vrijgegeven is null)
+		order by 1, 3, 2, 4`
 
 // readStale returns up to limit handelingen that have been in levering for longer than
 // timeout: their message was lost or dead-lettered, so they are published again.
