@@ -10,7 +10,9 @@ scripts/services.sh up-rabbitmq
 # The status page is tested in headless Chromium.
 if ! command -v chromium >/dev/null; then
   echo "test: installing chromium for the status page test" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=300 update -qq
+  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium >/dev/null
 fi
 eval "$(scripts/services.sh env)"
 go vet ./...

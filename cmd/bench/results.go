@@ -170,10 +170,14 @@ type Scale struct {
 	Seconds     float64    `json:"seconds"`
 	Rate        float64    `json:"rate"`
 	Rounds      RoundStats `json:"rounds"`
-	Violations  int        `json:"violations"`
-	Processes   []ProcStat `json:"processes"`
-	CPU         CPUSeconds `json:"cpu_seconds"`
-	Error       string     `json:"error,omitempty"`
+	// Isolated are full rounds of the publisher alone: the same backlog, no consumers; after
+	// each round the bench sets what it published back to "te leveren", so every round reads
+	// LIMIT candidates and publishes as many as the persons allow.
+	Isolated   RoundStats `json:"isolated_rounds"`
+	Violations int        `json:"violations"`
+	Processes  []ProcStat `json:"processes"`
+	CPU        CPUSeconds `json:"cpu_seconds"`
+	Error      string     `json:"error,omitempty"`
 }
 
 // Ratios are the comparisons the issue asks for.
@@ -183,6 +187,7 @@ type Ratios struct {
 	PipelineVsRawSingle float64 `json:"pipeline_vs_raw_single"`
 	PipelineVsSeed      float64 `json:"pipeline_vs_seed_mode"`
 	ScaleLargestVsFirst float64 `json:"round_p50_largest_vs_smallest_history"`
+	ScaleIsolated       float64 `json:"isolated_round_p50_largest_vs_smallest_history"`
 	ScaleLargest        int64   `json:"scale_largest_history"`
 	ScaleSmallest       int64   `json:"scale_smallest_history"`
 }

@@ -529,6 +529,9 @@ func (b *bench) ratios() {
 		first, last := ok[0], ok[len(ok)-1]
 		r.ScaleSmallest, r.ScaleLargest = first.History, last.History
 		r.ScaleLargestVsFirst = last.Rounds.LogP50Ms / first.Rounds.LogP50Ms
+		if first.Isolated.LogP50Ms > 0 && last.Isolated.LogP50Ms > 0 {
+			r.ScaleIsolated = last.Isolated.LogP50Ms / first.Isolated.LogP50Ms
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/brp/levering/internal/load"
 )
 
 // History rows get ids from historyBase on, far from the workloads' ids.
@@ -53,6 +55,15 @@ func (b *bench) scalePhase(ctx context.Context) []Scale {
 		s.CPU = p.CPU
 		b.logf("%s: rounds p50 %.1f ms, p95 %.1f ms (log, %d rounds); metrics mean %.1f ms; %.0f/s", label,
 			s.Rounds.LogP50Ms, s.Rounds.LogP95Ms, s.Rounds.LogCount, s.Rounds.MeanMs, s.Rate)
+		if s.Error == "" {
+			var err error
+			if s.Isolated, err = b.isolatedRounds(ctx, label, 2_000_000_000+int64(i)*10_000_000+5_000_000, isolatedRounds); err != nil {
+				s.Error = b.fail(label+" isolated rounds", err)
+			} else {
+				b.logf("%s: isolated full rounds p50 %.1f ms, p95 %.1f ms (%d rounds, %.0f published per round)", label,
+					s.Isolated.LogP50Ms, s.Isolated.LogP95Ms, s.Isolated.LogCount, s.Isolated.PublishedAvg)
+			}
+		}
 		out = append(out, s)
 	}
 	return out
@@ -103,4 +114,79 @@ func (b *bench) fillHistory(ctx context.Context, base time.Time, from, to int64)
 		b.res.Notes = append(b.res.Notes, "no checkpoint after the history fill: "+err.Error())
 	}
 	return nil
+}
+
+// isolatedRounds is how many full rounds the publisher runs alone at each history size.
+const isolatedRounds = 20
+
+// isolatedRounds measures full rounds of the publisher alone: it seeds the backlog again, starts
+// only a publisher, and after each round that published something sets those handelingen back
+// to te leveren (which wakes the publisher), so that every round reads LIMIT candidates over
+// the same backlog and publishes as many as the persons allow. Afterwards the backlog is set
+// geleverd, so that it counts as history, and the publication queue is emptied.
+func (b *bench) isolatedRounds(ctx context.Context, label string, firstID int64, rounds int) (RoundStats, error) {
+	label += "-isolated"
+	hs := workload(b.o.backlog, b.o.backlogPersonen, firstID, time.Now().Add(-time.Hour))
+	if err := b.seed(ctx, hs); err != nil {
+		return RoundStats{}, err
+	}
+	from, to := hs[0].ID, hs[len(hs)-1].ID
+	q := b.queues(label)
+	ps, err := b.start(label, 0, q)
+	if err != nil {
+		return RoundStats{}, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			killAll(ps.all())
+		}
+	}()
+	published := func() (n, msgs int) {
+		for _, l := range ps.pub.roundLines() {
+			if l.published > 0 {
+				n++
+				msgs += l.published
+			}
+		}
+		return n, msgs
+	}
+	deadline := time.Now().Add(b.o.phaseTimeout)
+	for i := 1; i <= rounds; i++ {
+		for {
+			if n, _ := published(); n >= i {
+				break
+			}
+			if err := exitedEarly(ps); err != nil {
+				return RoundStats{}, err
+			}
+			if time.Now().After(deadline) {
+				return RoundStats{}, fmt.Errorf("%d of %d rounds after %v", i-1, rounds, b.o.phaseTimeout)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		// Let the round that the publisher's own commit notification starts (it finds nothing
+		// to do) pass, so that the next full round reads a consistent budget.
+		time.Sleep(150 * time.Millisecond)
+		if _, err := b.db.ExecContext(ctx, `update admhnd set statuslev = null, tspub = null
+			where id between $1 and $2 and statuslev = 'in_levering'`, from, to); err != nil {
+			return RoundStats{}, err
+		}
+	}
+	pm, err := ps.pub.metrics(ctx)
+	if err != nil {
+		return RoundStats{}, err
+	}
+	rs := roundStats(pm, ps.pub.roundLines())
+	if err := stopAll(ps.all()); err != nil {
+		return rs, err
+	}
+	stopped = true
+	if _, err := b.db.ExecContext(ctx, `update admhnd set statuslev = 'geleverd', tslev = now()
+		where id between $1 and $2 and soort <> $3`, from, to, load.ExcludedSoort); err != nil {
+		return rs, err
+	}
+	_, msgs := published()
+	_, err = b.drain(ctx, q.pub, msgs)
+	return rs, err
 }
