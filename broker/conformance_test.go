@@ -331,7 +331,7 @@ func testTransactionDropped(t *testing.T, tg target) {
 	opts := []func(*stomp.Conn) error{
 		stomp.ConnOpt.AcceptVersion(stomp.V12),
 		stomp.ConnOpt.UnsubscribeReceiptTimeout(10 * time.Second),
-		stomp.ConnOpt.Logger(quietLogger{}),
+		stomp.ConnOpt.Logger(broker.QuietLogger),
 	}
 	if tg.cfg.Login != "" || tg.cfg.Passcode != "" {
 		opts = append(opts, stomp.ConnOpt.Login(tg.cfg.Login, tg.cfg.Passcode))
@@ -479,14 +479,3 @@ func testDeadLetter(t *testing.T, tg target) {
 	ack(t, sd, d)
 	onlySentinel(t, tg, sd, dlq, "dead-letter queue")
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Debugf(string, ...interface{})   {}
-func (quietLogger) Infof(string, ...interface{})    {}
-func (quietLogger) Warningf(string, ...interface{}) {}
-func (quietLogger) Errorf(string, ...interface{})   {}
-func (quietLogger) Debug(string)                    {}
-func (quietLogger) Info(string)                     {}
-func (quietLogger) Warning(string)                  {}
-func (quietLogger) Error(string)                    {}

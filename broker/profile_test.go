@@ -11,6 +11,9 @@ var ProfileFor = profileFor
 
 func SendEach(ctx context.Context, c *Conn, msgs ...Message) error { return c.sendEach(ctx, msgs) }
 
+// QuietLogger is the logger Dial gives go-stomp, for the suite's plain go-stomp connections.
+var QuietLogger = quietLogger{}
+
 func TestProfileFor(t *testing.T) {
 	for _, tc := range []struct {
 		server        string

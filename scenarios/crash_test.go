@@ -175,10 +175,11 @@ func TestConsumerKilledHoldingPrefetchedMessages(t *testing.T) {
 	}
 }
 
-func TestBrokerRestartedMidRun(t *testing.T) {
-	t.Parallel()
-	svc := brptest.PrivateServices(t)
-	w := newWorldOn(t, svc, load.Spec{N: 4000, Personen: 400, Multi: 0.3, Excluded: 0.05, Seed: 11})
+// pipelineMidRun starts one publisher and three consumers (real processes) on private
+// services and returns once a first part of the workload is delivered.
+func pipelineMidRun(t *testing.T, svc *brptest.Services, seed uint64) (*world, *brptest.Proc, []*brptest.Proc) {
+	t.Helper()
+	w := newWorldOn(t, svc, load.Spec{N: 4000, Personen: 400, Multi: 0.3, Excluded: 0.05, Seed: seed})
 	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
 	var consumers []*brptest.Proc
 	for i := range 3 {
@@ -190,6 +191,13 @@ func TestBrokerRestartedMidRun(t *testing.T) {
 		}
 		return nil
 	})
+	return w, pub, consumers
+}
+
+func TestBrokerRestartedMidRun(t *testing.T) {
+	t.Parallel()
+	svc := brptest.PrivateServices(t)
+	w, _, consumers := pipelineMidRun(t, svc, 11)
 	svc.RestartBroker()
 	w.verify(t)
 	for _, c := range consumers {
@@ -198,24 +206,12 @@ func TestBrokerRestartedMidRun(t *testing.T) {
 				len(c.Lines("database unavailable, retrying")))
 		}
 	}
-	_ = pub
 }
 
 func TestDatabaseRestartedMidRun(t *testing.T) {
 	t.Parallel()
 	svc := brptest.PrivateServices(t)
-	w := newWorldOn(t, svc, load.Spec{N: 4000, Personen: 400, Multi: 0.3, Excluded: 0.05, Seed: 12})
-	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
-	var consumers []*brptest.Proc
-	for i := range 3 {
-		consumers = append(consumers, w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), brptest.Build(t, "cmd/mutatielevering")))
-	}
-	brptest.Eventually(t, time.Minute, func() error {
-		if d := w.delivered(t); d < 500 {
-			return fmt.Errorf("%d delivered", d)
-		}
-		return nil
-	})
+	w, pub, consumers := pipelineMidRun(t, svc, 12)
 	svc.RestartDB()
 	w.verify(t)
 	logged := slices.ContainsFunc(consumers, func(c *brptest.Proc) bool {
