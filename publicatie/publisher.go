@@ -28,6 +28,9 @@ func dependency(err error) string {
 	return "broker"
 }
 
+// ShutdownGrace is how long a round in progress may still run after Run's context ends.
+const ShutdownGrace = 10 * time.Second
+
 // StandaloneWarning is logged at start in standalone mode (after the IsyFact polling seed).
 const StandaloneWarning = `standalone mode: no polling cluster lease is used and this instance always publishes; ` +
 	`run exactly one publisher (Der Polling-Modus wurde auf "Standalone" gesetzt!)`
@@ -213,10 +216,12 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 		p.m.leader.Set(1)
 		p.log.Info("became leader", slog.Int64("epoch", epoch))
 	}
-	// A round that has begun is finished even when shutdown starts: cutting it after the broker
-	// commit would only cost a republication. OpTimeout bounds every broker wait in it.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*p.cfg.Broker.OpTimeout+p.cfg.Wartezeit)
+	// A round that has begun may finish when shutdown starts (cutting it after the broker commit
+	// only costs a republication), for at most ShutdownGrace.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(ShutdownGrace, cancel) })
+	defer stop()
 	published, more, err := p.round(rctx, epoch)
 	switch {
 	case errors.Is(err, ErrLostLease):

@@ -50,6 +50,7 @@ type options struct {
 	phaseTimeout    time.Duration
 	only            []string
 	env             []string
+	render          string
 }
 
 var sections = []string{"pipeline", "chain", "seed", "raw", "scale"}
@@ -139,6 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.backlogPersonen, "backlog-personen", o.backlogPersonen, "persons of that backlog")
 	fs.IntVar(&o.scaleConsumers, "scale-consumers", o.scaleConsumers, "mutatielevering processes in the scale test")
 	fs.DurationVar(&o.phaseTimeout, "phase-timeout", o.phaseTimeout, "give up on one measurement after this long")
+	fs.StringVar(&o.render, "render", "", "measure nothing: write results.md and throughput.svg (and stdout) again from this results.json into -out")
 	only := ""
 	fs.StringVar(&only, "only", "", "run only these sections, comma-separated: "+strings.Join(sections, ","))
 	fs.Var(stringsFlag{&o.env}, "env", "KEY=VALUE added to every publicatie and mutatielevering process (repeatable; for experiments, recorded in the results)")
@@ -213,6 +215,13 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(2)
+	}
+	if o.render != "" {
+		if err := render(o.render, o.out, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -31,6 +31,19 @@ func write(r *Results, dir string, stdout io.Writer) error {
 	return os.WriteFile(filepath.Join(dir, "throughput.svg"), []byte(chart(r)), 0o644)
 }
 
+// render writes the outputs again from an earlier results.json.
+func render(from, dir string, stdout io.Writer) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	return write(&r, dir, stdout)
+}
+
 // sanitize replaces NaN and infinities (which JSON cannot carry) by 0, through a round trip of
 // the fields that can hold them.
 func sanitize(r *Results) *Results {
@@ -178,6 +191,10 @@ func markdown(r *Results) string {
 		viol += p.Verzending.Violations
 	}
 	w("| per-person order violations, all pipeline runs | %d | 0: %s |\n\n", viol, verdict(viol == 0))
+	if avg, worst, where := noise(r); avg > 0 {
+		w("Other processes on the machine used %.0f%% of its CPU on average during the measurements (most: %.0f%% during %s); ", avg, worst, where)
+		w("the figures are only as steady as the machine was (see *Where the CPU goes*).\n\n")
+	}
 
 	// Throughput.
 	if len(r.Pipeline) > 0 {
@@ -323,6 +340,40 @@ func markdown(r *Results) string {
 	return b.String()
 }
 
+// noise is the share of the machine's CPU that other processes used during the measurements:
+// the average over all of them (weighted by wall time) and the worst one.
+func noise(r *Results) (avg, worst float64, where string) {
+	var other, avail float64
+	add := func(label string, c CPUSeconds) {
+		if c.Wall <= 0 || r.Machine.CPUs == 0 {
+			return
+		}
+		o := max(0, c.MachineBusy-c.Publisher-c.Consumers-c.Broker-c.Postgres-c.Bench)
+		a := c.Wall * float64(r.Machine.CPUs)
+		other += o
+		avail += a
+		if 100*o/a > worst {
+			worst, where = 100*o/a, label
+		}
+	}
+	for _, p := range r.Pipeline {
+		add(p.Label, p.CPU)
+	}
+	if r.Seed != nil {
+		add(r.Seed.Label, r.Seed.CPU)
+	}
+	for _, x := range r.Raw {
+		add(fmt.Sprintf("raw, %s, %d goroutines", x.Mode, x.Goroutines), x.CPU)
+	}
+	for _, x := range r.Scale {
+		add(fmt.Sprintf("scale, %s history", human(x.History)), x.CPU)
+	}
+	if avail == 0 {
+		return 0, 0, ""
+	}
+	return 100 * other / avail, worst, where
+}
+
 func quickArg(q bool) string {
 	if q {
 		return " -quick"
@@ -357,8 +408,8 @@ func rss(ps []ProcStat) (pub, cons float64) {
 // horizontal lines.
 func chart(r *Results) string {
 	const (
-		W, H                     = 860, 520
-		left, right, top, bottom = 80, 250, 70, 60
+		W, H                     = 940, 520
+		left, right, top, bottom = 80, 310, 70, 60
 		plotW, plotH             = W - left - right, H - top - bottom
 		blue, orange, green, red = "#1f5fbf", "#e07b00", "#2a9d3a", "#c0392b"
 		grey, light              = "#555", "#ddd"
