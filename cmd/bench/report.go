@@ -269,7 +269,7 @@ func markdown(r *Results) string {
 		w("## Scale: round time as the delivered history grows\n\n")
 		w("admhnd filled with delivered handelingen (`insert … select generate_series`, statuslev geleverd, tslev set, ")
 		w("1–2 persons each over a million persons, vacuumed and analyzed), then a backlog of %d handelingen over %d persons published ", s.Backlog, s.BacklogPersonen)
-		w("with LIMIT 5000 by 1 publicatie + %d mutatielevering (*in pipeline*: every round that published something, most of them small ", 4)
+		w("with LIMIT 5000 by 1 publicatie + %d mutatielevering (*in pipeline*: every round that published something, most of them small ", s.ScaleConsumers)
 		w("because each delivery wakes the publisher). Then *full rounds*: the same backlog again, the publisher alone; after each round the bench ")
 		w("sets what it published back to te leveren, so every round reads all candidates and publishes one handeling per free person ")
 		w("(%d rounds). Round times from the publisher's debug log (exact); *mean (metrics)* from its histogram.\n\n", isolatedRounds)

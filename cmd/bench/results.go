@@ -48,6 +48,7 @@ type Settings struct {
 	History         []int64  `json:"history"`
 	Backlog         int      `json:"backlog"`
 	BacklogPersonen int      `json:"backlog_personen"`
+	ScaleConsumers  int      `json:"scale_consumers"`
 	Quick           bool     `json:"quick"`
 }
 

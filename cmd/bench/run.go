@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +64,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, er
 		return nil, fmt.Errorf("-db %q: expected a lower-case SQL identifier", o.db)
 	}
 	b := &bench{o: o, stdout: stdout, stderr: stderr, bcfg: bcfg, serverURL: string(common.DatabaseURL),
-		runID: strconv.FormatInt(time.Now().UnixMilli(), 36), started: time.Now()}
+		runID: runID(), started: time.Now()}
 	b.logDir = filepath.Join(o.logs, b.runID)
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		return nil, err
@@ -71,7 +73,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, er
 		N: o.n, Personen: o.personen, Multi: 0.3, Excluded: 0.05, Consumers: o.consumers, Workers: "default",
 		Delay: "default", Limit: "default", MaxInLevering: "default", ExtraEnv: o.env, Chain: o.chain,
 		ChainBackground: o.chainBackground, SeedN: o.seedN, SeedWindow: o.seedWindow.Seconds(), RawN: o.rawN,
-		RawBatch: o.rawBatch, History: o.history, Backlog: o.backlog, BacklogPersonen: o.backlogPersonen, Quick: o.quick,
+		RawBatch: o.rawBatch, History: o.history, Backlog: o.backlog, BacklogPersonen: o.backlogPersonen, ScaleConsumers: o.scaleConsumers, Quick: o.quick,
 	}, Errors: []string{}, Notes: []string{}}
 	for _, bin := range []string{"publicatie", "mutatielevering"} {
 		if _, err := os.Stat(filepath.Join(o.bin, bin)); err != nil {
@@ -126,6 +128,13 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, er
 		return b.res, err
 	}
 	return b.res, nil
+}
+
+// runID names a run's queues and log directory: the time and a little randomness.
+func runID() string {
+	r := make([]byte, 2)
+	_, _ = rand.Read(r)
+	return strconv.FormatInt(time.Now().UnixMilli(), 36) + hex.EncodeToString(r)
 }
 
 func (b *bench) logf(format string, args ...any) {

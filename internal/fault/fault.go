@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Enabled reports whether this binary was built with fault seams.
@@ -57,7 +58,11 @@ func At(name string) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	case "stop":
+		// A process-directed SIGSTOP may let this thread run on for a moment before every
+		// thread is stopped; the pause keeps it at the fault point until then (and after
+		// SIGCONT it simply continues).
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		time.Sleep(100 * time.Millisecond)
 	case "exit":
 		os.Exit(3)
 	}
