@@ -142,14 +142,16 @@ func (p *Publisher) Run(ctx context.Context) error {
 			if more {
 				continue
 			}
-			if !p.Leader() {
-				wait = p.pollInterval()
-			}
+		}
+		// Wake-ups are for the leader; a follower only checks the lease every poll interval.
+		wake := p.wake
+		if !p.Leader() {
+			wait, wake = p.pollInterval(), nil
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
-		case <-p.wake:
+		case <-wake:
 		}
 	}
 	return nil
