@@ -59,8 +59,11 @@ type Config struct {
 	Instance string
 	// ListenURL, when set, is the database URL on which the publisher LISTENs for the
 	// schema's notifications and runs a round at once when work appears or a handeling is
-	// delivered; Delay is then only the idle fallback. Empty: rounds every Delay only.
+	// delivered; Delay is then only the idle fallback. Empty: no wake-ups.
 	ListenURL string
+	// FixedDelay makes every round follow the previous one after Delay, as in the seed: no
+	// wake-ups and no immediate follow-up after a full round. For comparison only.
+	FixedDelay bool
 	// Broker says how to reach the broker.
 	Broker broker.Config
 	// Registerer receives the publisher's metrics; nil keeps them unregistered.

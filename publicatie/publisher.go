@@ -110,7 +110,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		go p.keepLease(ctx)
 	}
 	defer p.shutdown()
-	if p.cfg.ListenURL != "" {
+	if p.cfg.ListenURL != "" && !p.cfg.FixedDelay {
 		go p.listen(ctx)
 	}
 	p.checkHorizonPrivilege(ctx)
@@ -139,7 +139,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 				failing = nil
 			}
 			backoff = 100 * time.Millisecond
-			if more {
+			if more && !p.cfg.FixedDelay {
 				continue
 			}
 		}
