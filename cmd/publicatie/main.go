@@ -124,15 +124,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return errUsage
 }
 
-// listenURL is where the publisher listens for wake-ups; empty (WAKEUP=false, the seed's
-// behaviour) leaves it with rounds every DELAY only.
-func listenURL(cfg config) string {
-	if !cfg.Wakeup {
-		return ""
-	}
-	return string(cfg.DatabaseURL)
-}
-
 func (cfg config) overview() operate.OverviewConfig {
 	return operate.OverviewConfig{Excluded: []string(cfg.Excluded), FoutPolicy: string(cfg.FoutPolicy), Cluster: string(cfg.Cluster)}
 }
@@ -193,6 +184,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Standalone:        bool(cfg.Standalone),
 		RedeliveryTimeout: time.Duration(cfg.Redelivery),
 		ListenURL:         string(cfg.DatabaseURL),
+		FixedDelay:        !bool(cfg.Wakeup),
 		Hooks: publicatie.Hooks{
 			AfterMark:         func(context.Context, []int64) error { fault.At("publicatie.after_mark"); return nil },
 			AfterBrokerCommit: func(context.Context, []int64) error { fault.At("publicatie.after_broker_commit"); return nil },
