@@ -221,3 +221,22 @@ func TestOperatorReleaseAndRetryUnblockPersons(t *testing.T) {
 		t.Fatalf("audit %v", audit)
 	}
 }
+
+// WAKEUP=false is the seed's behaviour, kept for comparison: a round every DELAY and nothing
+// else, so a person's chain of four needs at least three delays.
+func TestWakeupOffGivesTheSeedsFixedDelay(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, load.Spec{N: 4, Personen: 1, Seed: 23})
+	w.consumers(t, 1, 1)
+	const delay = 400 * time.Millisecond
+	w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"),
+		"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=false", "BRP_LEVERING_ADMHNDPUBLICATIE_DELAY=400ms")
+	w.verify(t)
+	var spread time.Duration
+	if err := w.db.Get(&spread, `select (extract(epoch from max(tslev) - min(tslev)) * 1e9)::bigint from admhnd`); err != nil {
+		t.Fatal(err)
+	}
+	if spread < 3*delay-50*time.Millisecond {
+		t.Fatalf("chain of 4 delivered within %v; with a fixed delay of %v it takes at least %v", spread, delay, 3*delay)
+	}
+}
