@@ -223,7 +223,7 @@ func (c *Conn) Send(ctx context.Context, msgs ...Message) error {
 // Subscription delivers messages of one queue with client-individual acknowledgement.
 type Subscription struct {
 	conn *Conn
-	sub  *stomp.Subscription
+	c    chan *stomp.Message
 }
 
 // Subscribe subscribes to destination with client-individual ack and at most prefetch
@@ -242,12 +242,24 @@ func (c *Conn) Subscribe(ctx context.Context, destination string, prefetch int) 
 	if err != nil {
 		return nil, err
 	}
-	return &Subscription{conn: c, sub: sub}, nil
+	// go-stomp's one I/O loop both hands MESSAGE frames to the subscription (a channel of 16)
+	// and writes outgoing frames. With more than 16 prefetched, a full channel blocks the loop,
+	// acks queue up unwritten, and the workers that should drain the channel wait for their
+	// acks: a deadlock. The pump keeps the loop free: its buffer holds everything the broker
+	// may push (prefetch) and more.
+	s := &Subscription{conn: c, c: make(chan *stomp.Message, prefetch+16)}
+	go func() {
+		defer close(s.c)
+		for m := range sub.C {
+			s.c <- m
+		}
+	}()
+	return s, nil
 }
 
 // C delivers the subscription's messages; a message with Err set, or a closed channel, means
 // the connection is gone.
-func (s *Subscription) C() <-chan *stomp.Message { return s.sub.C }
+func (s *Subscription) C() <-chan *stomp.Message { return s.c }
 
 // Ack acknowledges one message. It does not wait for the broker: a lost ack only causes a
 // redelivery, which the consumer absorbs.

@@ -40,6 +40,7 @@ type options struct {
 	chain           int
 	chainBackground int
 	seedN           int
+	seedPersonen    int
 	seedWindow      time.Duration
 	seedConsumers   int
 	rawN            int
@@ -114,7 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{
 		n: 20000, personen: 5000, consumers: []int{1, 2, 4, 8}, history: []int64{10_000, 1_000_000, 10_000_000},
 		out: "docs/bench", logs: ".run/bench", db: "brp_bench", chain: 100, chainBackground: 5000,
-		seedWindow: 30 * time.Second, seedConsumers: 4, rawBatch: 20, backlog: 5000, backlogPersonen: 1000,
+		seedN: 4000, seedPersonen: 5000, seedWindow: 15 * time.Second, seedConsumers: 4, rawBatch: 20, backlog: 5000, backlogPersonen: 1000,
 		scaleConsumers: 4, phaseTimeout: 5 * time.Minute,
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -131,8 +132,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database")
 	fs.IntVar(&o.chain, "chain", o.chain, "length of the one-person chain")
 	fs.IntVar(&o.chainBackground, "chain-background", o.chainBackground, "background handelingen during the second chain measurement (0: skip it)")
-	fs.IntVar(&o.seedN, "seed-n", 0, "handelingen of the seed-mode run (default: -n)")
-	fs.DurationVar(&o.seedWindow, "seed-window", o.seedWindow, "how long seed mode runs; its rate is geleverd/window")
+	fs.IntVar(&o.seedN, "seed-n", o.seedN, "handelingen of the seed-mode run (keep the non-excluded ones below LIMIT 5000: see the notes)")
+	fs.IntVar(&o.seedPersonen, "seed-personen", o.seedPersonen, "persons of the seed-mode run")
+	fs.DurationVar(&o.seedWindow, "seed-window", o.seedWindow, "how long seed mode runs (a multiple of DELAY); its rate is geleverd/window")
 	fs.IntVar(&o.seedConsumers, "seed-consumers", o.seedConsumers, "mutatielevering processes in seed mode")
 	fs.IntVar(&o.rawN, "raw-n", 0, "messages per raw-ceiling run (default: -n)")
 	fs.IntVar(&o.rawBatch, "raw-batch", o.rawBatch, "items per transaction of the batched raw ceiling")
@@ -163,13 +165,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		def("consumers", func() { o.consumers = []int{1, 2} })
 		def("history", func() { o.history = []int64{10_000, 100_000} })
 		def("chain-background", func() { o.chainBackground = 500 })
-		def("seed-window", func() { o.seedWindow = 11 * time.Second })
+		def("seed-window", func() { o.seedWindow = 10 * time.Second })
 		def("backlog", func() { o.backlog = 2000 })
 		def("backlog-personen", func() { o.backlogPersonen = 400 })
 		def("phase-timeout", func() { o.phaseTimeout = 2 * time.Minute })
-	}
-	if o.seedN == 0 {
-		o.seedN = o.n
 	}
 	if o.rawN == 0 {
 		o.rawN = o.n
@@ -188,7 +187,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	switch {
-	case o.n <= 0 || o.personen <= 0 || o.chain < 1 || o.backlog <= 0 || o.backlogPersonen <= 0 || o.rawBatch < 1:
+	case o.n <= 0 || o.personen <= 0 || o.seedN <= 0 || o.seedPersonen <= 0 || o.chain < 1 || o.backlog <= 0 || o.backlogPersonen <= 0 || o.rawBatch < 1:
 		return o, errors.New("-n, -personen, -chain, -backlog, -backlog-personen and -raw-batch must be positive")
 	case slices.ContainsFunc(o.consumers, func(k int) bool { return k < 1 }):
 		return o, errors.New("-consumers: every count must be at least 1")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/brp/levering/internal/load"
@@ -42,7 +43,7 @@ func (b *bench) pipelinePhase(ctx context.Context, k int) Pipeline {
 // otherwise, for a fixed window.
 func (b *bench) seedPhase(ctx context.Context) Pipeline {
 	label := "seed-mode"
-	personen := max(1, b.o.personen*b.o.seedN/b.o.n)
+	personen := b.o.seedPersonen
 	b.logf("%s: seeding %d handelingen over %d persons; running %v", label, b.o.seedN, personen, b.o.seedWindow)
 	if err := b.truncate(ctx); err != nil {
 		return Pipeline{Label: label, Error: b.fail(label, err)}
@@ -51,12 +52,54 @@ func (b *bench) seedPhase(ctx context.Context) Pipeline {
 	if err := b.seed(ctx, hs); err != nil {
 		return Pipeline{Label: label, Error: b.fail(label, err)}
 	}
+	// No wake-ups whatever the publisher does with WAKEUP=false: the schema's notification
+	// triggers are off in the bench database during this run.
+	triggers, err := b.notifyTriggers(ctx, "disable")
+	if err != nil {
+		return Pipeline{Label: label, Error: b.fail(label, err)}
+	}
 	p := b.measure(ctx, measureSpec{label: label, consumers: b.o.seedConsumers, hs: hs, window: b.o.seedWindow,
 		extra: []string{"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=false"}})
+	if _, err := b.notifyTriggers(ctx, "enable"); err != nil {
+		b.fail(label, err)
+	}
+	b.res.Notes = append(b.res.Notes, fmt.Sprintf("seed mode ran with the notification triggers (%s) disabled in the bench database, "+
+		"so that no wake-up can reach the publisher", strings.Join(triggers, ", ")))
 	b.logf("%s: %d geleverd in the %v window: %.0f/s; %d rounds; %d violations", label, p.Geleverd, b.o.seedWindow,
 		p.Rate, p.Rounds.LogCount, p.Verzending.Violations)
+	// Seed mode is a round every DELAY (5 s) only. A round that reads LIMIT candidates makes the
+	// publisher run the next one at once, wake-ups or not: say so when that happened.
+	if want := int(b.o.seedWindow/(5*time.Second)) + 1; p.Rounds.LogCount > want {
+		b.res.Notes = append(b.res.Notes, fmt.Sprintf("seed mode ran %d rounds in %v, more than one per DELAY: "+
+			"with BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=false the publisher still runs the next round at once after a round "+
+			"that read LIMIT candidates, so this is not the seed's fixed-delay polling (keep -seed-n below LIMIT)", p.Rounds.LogCount, b.o.seedWindow))
+	}
 	return p
 }
+
+// notifyTriggers disables or enables the schema's triggers that wake the publisher (those whose
+// function's name mentions notify) and returns them as table.trigger.
+func (b *bench) notifyTriggers(ctx context.Context, action string) ([]string, error) {
+	var ts []struct {
+		Table   string `db:"tbl"`
+		Trigger string `db:"tgname"`
+	}
+	if err := b.db.SelectContext(ctx, &ts, `select t.tgrelid::regclass::text as tbl, t.tgname
+		from pg_trigger t join pg_proc p on p.oid = t.tgfoid
+		where not t.tgisinternal and p.proname like '%notify%' order by 1, 2`); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range ts {
+		if _, err := b.db.ExecContext(ctx, fmt.Sprintf(`alter table %s %s trigger %s`, t.Table, action, pqIdent(t.Trigger))); err != nil {
+			return out, err
+		}
+		out = append(out, t.Table+"."+t.Trigger)
+	}
+	return out, nil
+}
+
+func pqIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // measure starts the processes, waits until the work is done (or the window ends), reads the
 // processes' figures right before stopping them, and then reads the verzending queue back and
@@ -144,6 +187,15 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 	p.CPU = cpu
 	b.samplePSS()
 	p.Rounds = roundStats(pm, ps.pub.roundLines())
+	p.Warnings = []string{}
+	for _, pr := range ps.all() {
+		for _, w := range pr.warningLines() {
+			p.Warnings = append(p.Warnings, pr.name+": "+w)
+		}
+	}
+	if len(p.Warnings) > 0 {
+		b.logf("%s: %d warnings, the first: %s", s.label, len(p.Warnings), p.Warnings[0])
+	}
 	stopErr := stopAll(ps.all())
 	stopped = true
 	for i, pr := range ps.all() {

@@ -33,6 +33,7 @@ type proc struct {
 	httpAddr string
 	rounds   []roundLine
 	tail     []string
+	warnings []string // WARN and ERROR lines
 }
 
 type roundLine struct {
@@ -80,6 +81,8 @@ func startProc(name, bin string, env []string, logFile string) (*proc, error) {
 
 func (p *proc) add(line []byte) {
 	var m struct {
+		Level     string  `json:"level"`
+		Error     string  `json:"error"`
 		Msg       string  `json:"msg"`
 		HTTPAddr  string  `json:"http_addr"`
 		Duration  float64 `json:"duration"`
@@ -96,6 +99,13 @@ func (p *proc) add(line []byte) {
 		return
 	}
 	p.seen[m.Msg]++
+	if m.Level == "WARN" || m.Level == "ERROR" {
+		w := m.Level + " " + m.Msg
+		if m.Error != "" {
+			w += ": " + m.Error
+		}
+		p.warnings = append(p.warnings, w)
+	}
 	switch m.Msg {
 	case "http listening":
 		p.httpAddr = m.HTTPAddr
@@ -141,6 +151,12 @@ func (p *proc) lastLines() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return strings.Join(p.tail, "\n")
+}
+
+func (p *proc) warningLines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.warnings)
 }
 
 func (p *proc) addr() string {

@@ -101,6 +101,7 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int) Raw {
 	}()
 	type pair struct {
 		sub     *broker.Subscription
+		msgs    <-chan *stomp.Message
 		send    *broker.Conn
 		workers int
 	}
@@ -117,12 +118,12 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int) Raw {
 			return fail(err)
 		}
 		conns = append(conns, send)
-		ps = append(ps, pair{send: send, workers: workers})
-		_ = recv
-		ps[len(ps)-1].sub, err = recv.Subscribe(ctx, qin, 2*batch*workers)
+		prefetch := 2 * batch * workers
+		sub, err := recv.Subscribe(ctx, qin, prefetch)
 		if err != nil {
 			return fail(err)
 		}
+		ps = append(ps, pair{sub: sub, msgs: pump(sub, prefetch), send: send, workers: workers})
 	}
 	m0 := markCPU(b.brokerPID, b.pgPID)
 	var processed atomic.Int64
@@ -138,7 +139,7 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int) Raw {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := b.rawWorker(wctx, p.sub, p.send, qout, batch, func(k int) {
+				err := b.rawWorker(wctx, p.sub, p.msgs, p.send, qout, batch, func(k int) {
 					if processed.Add(int64(k)) >= int64(n) {
 						doneOnce.Do(func() { close(done) })
 					}
@@ -188,6 +189,25 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int) Raw {
 	return r
 }
 
+// pump moves a subscription's messages into a channel that holds prefetch of them, so that
+// go-stomp's single I/O loop never blocks handing a message over. Without it, workers that
+// acknowledge on the subscribing connection can deadlock: the I/O loop waits for a worker to
+// take a message (the subscription's channel holds 16), the workers wait in Ack for the I/O
+// loop to write (its write queue holds 20).
+func pump(sub *broker.Subscription, prefetch int) <-chan *stomp.Message {
+	out := make(chan *stomp.Message, 2*prefetch+16)
+	go func() {
+		defer close(out)
+		for m := range sub.C() {
+			out <- m
+			if m.Err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
 // prefill puts n persistent publications on queue, 100 per broker transaction.
 func (b *bench) prefill(ctx context.Context, queue string, n int) error {
 	conn, err := broker.Dial(ctx, b.bcfg)
@@ -212,7 +232,7 @@ func (b *bench) prefill(ctx context.Context, queue string, n int) error {
 // rawWorker receives, updates (committed), sends (confirmed) and acks until ctx ends; with
 // batch > 1 it gathers up to batch messages (waiting at most 5 ms for each next one) and
 // handles them in one database and one broker transaction.
-func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, send *broker.Conn, qout string, batch int, done func(int)) error {
+func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, msgs <-chan *stomp.Message, send *broker.Conn, qout string, batch int, done func(int)) error {
 	recv := func(wait time.Duration) (*stomp.Message, error) {
 		var timeout <-chan time.Time
 		if wait > 0 {
@@ -225,7 +245,7 @@ func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, send *b
 			return nil, ctx.Err()
 		case <-timeout:
 			return nil, nil
-		case m, ok := <-sub.C():
+		case m, ok := <-msgs:
 			if !ok {
 				return nil, errors.New("subscription closed")
 			}

@@ -201,19 +201,28 @@ func markdown(r *Results) string {
 		w("## Throughput\n\nTime from starting the processes until the last handeling is geleverd (`max(tslev)`); ")
 		w("*steady* is geleverd / (last − first tslev). Round times from the publisher's `/metrics` histogram ")
 		w("(interpolated in its buckets) and, exactly, from its debug log; rounds that published something.\n\n")
-		w("| mutatielevering | geleverd | s | handelingen/s | steady /s | first after s | round p50 / p95 ms (metrics) | round p50 / p95 ms (log) | rounds | published per round | max in levering | verzending msgs | duplicates | order violations | peak RSS MB publicatie / mutatielevering (max) |\n")
-		w("|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+		w("| mutatielevering | geleverd | s | handelingen/s | steady /s | first after s | round p50 / p95 ms (metrics) | round p50 / p95 ms (log) | rounds | published per round | max in levering | verzending msgs | duplicates | order violations | peak RSS MB publicatie / mutatielevering (max) | warnings |\n")
+		w("|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
 		for _, p := range r.Pipeline {
 			if p.Error != "" {
-				w("| %d | error: %s |||||||||||||| |\n", p.Consumers, oneLine(p.Error))
+				w("| %d | error: %s ||||||||||||||| |\n", p.Consumers, oneLine(p.Error))
 				continue
 			}
 			pubRSS, consRSS := rss(p.Processes)
-			w("| %d | %d/%d | %.2f | **%s** | %s | %.2f | %s / %s | %s / %s | %d | %s | %d | %d | %d | %d | %s / %s |\n",
+			w("| %d | %d/%d | %.2f | **%s** | %s | %.2f | %s / %s | %s / %s | %d | %s | %d | %d | %d | %d | %s / %s | %d |\n",
 				p.Consumers, p.Geleverd, p.Expected, p.Seconds, f0(p.Rate), f0(p.SteadyRate), p.FirstSeconds,
 				f1(p.Rounds.P50Ms), f1(p.Rounds.P95Ms), f1(p.Rounds.LogP50Ms), f1(p.Rounds.LogP95Ms), p.Rounds.LogCount,
 				f0(p.Rounds.PublishedAvg), p.MaxInLevering, p.Verzending.Messages, p.Verzending.Duplicates, p.Verzending.Violations,
-				f0(pubRSS), f0(consRSS))
+				f0(pubRSS), f0(consRSS), len(p.Warnings))
+		}
+		w("\n")
+		for _, p := range r.Pipeline {
+			if len(p.Warnings) > 0 {
+				w("- %s: %d warning(s) in the processes' logs, the first: `%s`\n", p.Label, len(p.Warnings), oneLine(p.Warnings[0]))
+			}
+		}
+		if r.Seed != nil && len(r.Seed.Warnings) > 0 {
+			w("- %s: %d warning(s) in the processes' logs, the first: `%s`\n", r.Seed.Label, len(r.Seed.Warnings), oneLine(r.Seed.Warnings[0]))
 		}
 		w("\n")
 	}
@@ -257,9 +266,15 @@ func markdown(r *Results) string {
 			if p.Error != "" {
 				w("| seed mode | | error: %s | | |\n", oneLine(p.Error))
 			} else {
-				w("| seed mode: `BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=false`, %d mutatielevering, fixed %.0f s window | | %d of %d | %.0f | **%s** |\n",
-					p.Consumers, s.SeedWindow, p.Geleverd, p.Expected, p.Seconds, f0(p.Rate))
+				w("| seed mode: `BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=false`, %d mutatielevering, %d handelingen over %d persons, fixed %.0f s window | | %d of %d | %.0f | **%s** |\n",
+					p.Consumers, s.SeedN, s.SeedPersonen, s.SeedWindow, p.Geleverd, p.Expected, p.Seconds, f0(p.Rate))
 			}
+		}
+		if r.Seed != nil {
+			w("\n*Seed mode* is the seed's polling: a round every DELAY (5 s), at most MAXINLEVERING (1000) in flight, so at most ")
+			w("200 handelingen/s by construction. It runs on a sparse workload (few persons with more than one handeling) whose candidates ")
+			w("stay below LIMIT: that is its best case, and a round that reads LIMIT candidates would make the publisher start the next ")
+			w("one at once even without wake-ups, which is not the seed's behaviour. Its rate is geleverd within the window / window.\n")
 		}
 		w("\n")
 	}
@@ -273,17 +288,23 @@ func markdown(r *Results) string {
 		w("because each delivery wakes the publisher). Then *full rounds*: the same backlog again, the publisher alone; after each round the bench ")
 		w("sets what it published back to te leveren, so every round reads all candidates and publishes one handeling per free person ")
 		w("(%d rounds). Round times from the publisher's debug log (exact); *mean (metrics)* from its histogram.\n\n", isolatedRounds)
-		w("| history | admhnd rows | fill s | in pipeline: rounds | p50 ms | p95 ms | mean ms (metrics) | backlog /s | full rounds: published per round | p50 ms | p95 ms | order violations |\n")
-		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		w("| history | admhnd rows | fill s | in pipeline: rounds | p50 ms | p95 ms | mean ms (metrics) | backlog /s | warnings | full rounds: published per round | p50 ms | p95 ms | order violations |\n")
+		w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, x := range r.Scale {
 			if x.Error != "" {
-				w("| %s | error: %s ||||||||||\n", human(x.History), oneLine(x.Error))
+				w("| %s | error: %s |||||||||||\n", human(x.History), oneLine(x.Error))
 				continue
 			}
-			w("| %s | %d | %.1f | %d | **%s** | %s | %s | %s | %s | **%s** | %s | %d |\n", human(x.History), x.Rows, x.FillSeconds, x.Rounds.LogCount,
-				f1(x.Rounds.LogP50Ms), f1(x.Rounds.LogP95Ms), f1(x.Rounds.MeanMs), f0(x.Rate), f0(x.Isolated.PublishedAvg),
+			w("| %s | %d | %.1f | %d | **%s** | %s | %s | %s | %d | %s | **%s** | %s | %d |\n", human(x.History), x.Rows, x.FillSeconds, x.Rounds.LogCount,
+				f1(x.Rounds.LogP50Ms), f1(x.Rounds.LogP95Ms), f1(x.Rounds.MeanMs), f0(x.Rate), len(x.Warnings), f0(x.Isolated.PublishedAvg),
 				f1(x.Isolated.LogP50Ms), f1(x.Isolated.LogP95Ms), x.Violations)
 		}
+		for _, x := range r.Scale {
+			if len(x.Warnings) > 0 {
+				w("\n- %s history: %d warning(s) in the processes' logs, the first: `%s`", human(x.History), len(x.Warnings), oneLine(x.Warnings[0]))
+			}
+		}
+		w("\n")
 		if r.Ratios.ScaleLargestVsFirst > 0 {
 			w("\nRound time p50 at %s / at %s history: **%.2f** in pipeline, **%.2f** full rounds.\n", human(r.Ratios.ScaleLargest),
 				human(r.Ratios.ScaleSmallest), r.Ratios.ScaleLargestVsFirst, r.Ratios.ScaleIsolated)
@@ -421,9 +442,11 @@ func chart(r *Results) string {
 		note               string
 	}
 	var pts [][2]float64 // consumers, rate
+	warned := map[float64]bool{}
 	for _, p := range r.Pipeline {
 		if p.Error == "" && p.Rate > 0 {
 			pts = append(pts, [2]float64{float64(p.Consumers), p.Rate})
+			warned[float64(p.Consumers)] = len(p.Warnings) > 0
 		}
 	}
 	var refs []ref
@@ -547,8 +570,13 @@ func chart(r *Results) string {
 	if len(path) > 1 {
 		w(`<polyline points="%s" fill="none" stroke="%s" stroke-width="3"/>`+"\n", strings.Join(path, " "), blue)
 	}
+	anyWarned := false
 	for _, p := range pts {
 		x, y := xpos(p[0]), ypos(p[1])
+		if warned[p[0]] {
+			anyWarned = true
+			w(`<circle cx="%.1f" cy="%.1f" r="9" fill="none" stroke="%s" stroke-width="2"/>`+"\n", x, y, red)
+		}
 		w(`<circle cx="%.1f" cy="%.1f" r="5.5" fill="%s"/>`+"\n", x, y, blue)
 		w(`<text x="%.1f" y="%.1f" font-size="12.5" font-weight="bold" fill="%s" text-anchor="middle">%s</text>`+"\n", x, y-12, blue, thousands(p[1]))
 	}
@@ -572,6 +600,13 @@ func chart(r *Results) string {
 	item(blue, "", 3, "pipeline", "", true)
 	for _, rf := range refs {
 		item(rf.color, rf.dash, 2, rf.label, thousands(rf.v)+"/s, "+rf.note, false)
+	}
+	if anyWarned {
+		w(`<circle cx="%d" cy="%d" r="5.5" fill="%s"/>`+"\n", lx+17, ly, blue)
+		w(`<circle cx="%d" cy="%d" r="9" fill="none" stroke="%s" stroke-width="2"/>`+"\n", lx+17, ly, red)
+		w(`<text x="%d" y="%d" font-size="12.5" fill="#222">run with WARN lines</text>`+"\n", lx+42, ly+4)
+		w(`<text x="%d" y="%d" font-size="11.5" fill="%s">(see the warnings column)</text>`+"\n", lx+42, ly+19, grey)
+		ly += 42
 	}
 	if len(rawK[0]) > 0 || len(rawK[1]) > 0 {
 		w(`<circle cx="%d" cy="%d" r="3.5" fill="white" stroke="%s" stroke-width="1.3"/>`+"\n", lx+10, ly, orange)

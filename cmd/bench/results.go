@@ -42,6 +42,7 @@ type Settings struct {
 	Chain           int      `json:"chain"`
 	ChainBackground int      `json:"chain_background"`
 	SeedN           int      `json:"seed_n"`
+	SeedPersonen    int      `json:"seed_personen"`
 	SeedWindow      float64  `json:"seed_window_seconds"`
 	RawN            int      `json:"raw_n"`
 	RawBatch        int      `json:"raw_batch"`
@@ -66,18 +67,21 @@ type Pipeline struct {
 	Rate float64 `json:"rate"`
 	// FirstSeconds is process start until the first tslev (start-up and the first round);
 	// SteadyRate is geleverd / (last tslev - first tslev).
-	FirstSeconds      float64     `json:"first_geleverd_seconds"`
-	SteadyRate        float64     `json:"steady_rate"`
-	ExcludedTouched   int         `json:"excluded_touched"`
-	Verzending        Verzending  `json:"verzending"`
-	Rounds            RoundStats  `json:"rounds"`
-	Processes         []ProcStat  `json:"processes"`
-	CPU               CPUSeconds  `json:"cpu_seconds"`
-	ConsumerBatchMean float64     `json:"consumer_processing_ms_mean"`
-	Error             string      `json:"error,omitempty"`
-	Extra             []string    `json:"extra_env,omitempty"`
-	MaxInLevering     int         `json:"max_in_levering_seen"`
-	Poll              []PollPoint `json:"progress,omitempty"`
+	FirstSeconds      float64    `json:"first_geleverd_seconds"`
+	SteadyRate        float64    `json:"steady_rate"`
+	ExcludedTouched   int        `json:"excluded_touched"`
+	Verzending        Verzending `json:"verzending"`
+	Rounds            RoundStats `json:"rounds"`
+	Processes         []ProcStat `json:"processes"`
+	CPU               CPUSeconds `json:"cpu_seconds"`
+	ConsumerBatchMean float64    `json:"consumer_processing_ms_mean"`
+	Error             string     `json:"error,omitempty"`
+	Extra             []string   `json:"extra_env,omitempty"`
+	MaxInLevering     int        `json:"max_in_levering_seen"`
+	// Warnings are the processes' WARN and ERROR log lines (a consumer that lost its broker
+	// connection, a failed round), prefixed with the process.
+	Warnings []string    `json:"warnings"`
+	Poll     []PollPoint `json:"progress,omitempty"`
 }
 
 // PollPoint is one progress sample (seconds since start, geleverd so far).
@@ -159,6 +163,7 @@ type Raw struct {
 	Rate       float64    `json:"rate"`
 	Verified   int        `json:"rows_geleverd"`
 	CPU        CPUSeconds `json:"cpu_seconds"`
+	Warnings   []string   `json:"warnings"`
 	Error      string     `json:"error,omitempty"`
 }
 
@@ -178,6 +183,7 @@ type Scale struct {
 	Violations int        `json:"violations"`
 	Processes  []ProcStat `json:"processes"`
 	CPU        CPUSeconds `json:"cpu_seconds"`
+	Warnings   []string   `json:"warnings"`
 	Error      string     `json:"error,omitempty"`
 }
 

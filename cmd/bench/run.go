@@ -72,7 +72,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, er
 	b.res = &Results{StartedAt: b.started.UTC().Format(time.RFC3339), Settings: Settings{
 		N: o.n, Personen: o.personen, Multi: 0.3, Excluded: 0.05, Consumers: o.consumers, Workers: "default",
 		Delay: "default", Limit: "default", MaxInLevering: "default", ExtraEnv: o.env, Chain: o.chain,
-		ChainBackground: o.chainBackground, SeedN: o.seedN, SeedWindow: o.seedWindow.Seconds(), RawN: o.rawN,
+		ChainBackground: o.chainBackground, SeedN: o.seedN, SeedPersonen: o.seedPersonen, SeedWindow: o.seedWindow.Seconds(), RawN: o.rawN,
 		RawBatch: o.rawBatch, History: o.history, Backlog: o.backlog, BacklogPersonen: o.backlogPersonen, ScaleConsumers: o.scaleConsumers, Quick: o.quick,
 	}, Errors: []string{}, Notes: []string{}}
 	for _, bin := range []string{"publicatie", "mutatielevering"} {
@@ -437,10 +437,12 @@ func (b *bench) drain(ctx context.Context, queue string, want int) ([]int64, err
 		return nil, err
 	}
 	defer conn.Disconnect()
-	sub, err := conn.Subscribe(ctx, queue, 1000)
+	const prefetch = 1000
+	sub, err := conn.Subscribe(ctx, queue, prefetch)
 	if err != nil {
 		return nil, err
 	}
+	msgs := pump(sub, prefetch)
 	var ids []int64
 	idle := func() time.Duration {
 		if len(ids) >= want {
@@ -456,7 +458,7 @@ func (b *bench) drain(ctx context.Context, queue string, want int) ([]int64, err
 			return ids, ctx.Err()
 		case <-timer.C:
 			return ids, nil
-		case m, ok := <-sub.C():
+		case m, ok := <-msgs:
 			if !ok {
 				return ids, errors.New("subscription closed")
 			}

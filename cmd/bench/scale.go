@@ -52,7 +52,7 @@ func (b *bench) scalePhase(ctx context.Context) []Scale {
 		p := b.measure(ctx, measureSpec{label: label, consumers: b.o.scaleConsumers, hs: hs})
 		s.Seconds, s.Rate, s.Rounds, s.Violations, s.Processes, s.Error = p.Seconds, p.Rate, p.Rounds,
 			p.Verzending.Violations, p.Processes, p.Error
-		s.CPU = p.CPU
+		s.CPU, s.Warnings = p.CPU, p.Warnings
 		b.logf("%s: rounds p50 %.1f ms, p95 %.1f ms (log, %d rounds); metrics mean %.1f ms; %.0f/s", label,
 			s.Rounds.LogP50Ms, s.Rounds.LogP95Ms, s.Rounds.LogCount, s.Rounds.MeanMs, s.Rate)
 		if s.Error == "" {
