@@ -33,11 +33,11 @@ type Config struct {
 	// DeadLetterQueue receives publications that cannot be read (bad input), with the reason
 	// in a header. Default /queue/brp.levering.admhndpublicatie.dlq.
 	DeadLetterQueue string
-	// Workers is how many publications this process handles at once. Default 4.
+	// Workers is how many batches this process handles at once. Default 2.
 	Workers int
 	// Batch is the most publications a worker handles in one database transaction and one
 	// broker transaction. A worker never waits to fill a batch: it takes what is already
-	// prefetched. Default 20.
+	// prefetched. Default 50.
 	Batch int
 	// Prefetch is how many unacknowledged publications the broker may push to this process.
 	// Default Workers*Batch, so every worker can fill a batch.
@@ -76,10 +76,10 @@ func (c *Config) setDefaults() {
 		c.DeadLetterQueue = "/queue/brp.levering.admhndpublicatie.dlq"
 	}
 	if c.Workers == 0 {
-		c.Workers = 4
+		c.Workers = 2
 	}
 	if c.Batch == 0 {
-		c.Batch = 20
+		c.Batch = 50
 	}
 	if c.Prefetch == 0 {
 		c.Prefetch = c.Workers * c.Batch

@@ -338,7 +338,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	var candidates, keep []Candidate
 	if budget > 0 {
 		var blocked map[int64]struct{}
-		if candidates, blocked, err = readSelection(ctx, tx, p.cfg.Excluded, p.cfg.Limit, horizon, p.cfg.FoutPolicy); err != nil {
+		if candidates, blocked, err = readSelection(ctx, tx, p.cfg.Excluded, window(p.cfg.Limit, budget), horizon, p.cfg.FoutPolicy); err != nil {
 			return 0, false, dbErr(err)
 		}
 		keep = Select(candidates, blocked, budget)
@@ -412,7 +412,15 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
 		slog.Int("republished", len(republished)), slog.Int("candidates", len(candidates)),
 		slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
-	return len(sent), len(candidates) == p.cfg.Limit && len(keep) < budget, nil
+	return len(sent), len(candidates) == window(p.cfg.Limit, budget) && len(keep) < budget, nil
+}
+
+// window is how many candidates a round reads: at most limit, and not many more than it can
+// publish. A round with room for 200 need not read 5,000; reading the oldest ones only is
+// safe, because every older handeling of a candidate is then read too. What is not read waits
+// for a later round.
+func window(limit, budget int) int {
+	return min(limit, max(4*budget, 500))
 }
 
 func ids(cs []Candidate) []int64 {
