@@ -62,6 +62,12 @@ type Hooks struct {
 	AfterCommit func(ctx context.Context, ids []int64) error
 }
 
+// Defaults of Config.Workers and Config.Batch, chosen with the benchmark (docs/bench).
+const (
+	DefaultWorkers = 2
+	DefaultBatch   = 50
+)
+
 // ErrConfig is wrapped by every Config validation error.
 var ErrConfig = errors.New("levering: invalid config")
 
@@ -76,10 +82,10 @@ func (c *Config) setDefaults() {
 		c.DeadLetterQueue = "/queue/brp.levering.admhndpublicatie.dlq"
 	}
 	if c.Workers == 0 {
-		c.Workers = 2
+		c.Workers = DefaultWorkers
 	}
 	if c.Batch == 0 {
-		c.Batch = 50
+		c.Batch = DefaultBatch
 	}
 	if c.Prefetch == 0 {
 		c.Prefetch = c.Workers * c.Batch

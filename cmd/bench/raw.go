@@ -15,22 +15,23 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/levering"
 )
 
 // rawPhase measures the raw ceiling: a bare loop doing per item only what the pipeline cannot
 // avoid (receive a persistent message, one status UPDATE committed, one persistent send
 // confirmed by a receipt over a connection of its own, ack), with no ordering logic. Once one
-// item per database and broker transaction, once in batches; at 4 goroutines (the default
-// workers of one consumer process) and at K*4 for every K of the pipeline runs.
+// item per database and broker transaction, once in batches; at the default workers of one
+// consumer process and at K times that for every K of the pipeline runs (the same concurrency).
 func (b *bench) rawPhase(ctx context.Context) []Raw {
 	// The contract's columns of admhnd, without the service's own indexes and triggers.
 	if _, err := b.db.ExecContext(ctx, `create table if not exists bench_raw (
 		id bigint primary key, soort text not null, tsreg timestamptz not null, tslev timestamptz null, statuslev text null)`); err != nil {
 		return []Raw{{Error: b.fail("raw", err)}}
 	}
-	gs := []int{4}
+	gs := []int{levering.DefaultWorkers}
 	for _, k := range b.o.consumers {
-		gs = append(gs, 4*k)
+		gs = append(gs, levering.DefaultWorkers*k)
 	}
 	slices.Sort(gs)
 	gs = slices.Compact(gs)
@@ -90,8 +91,9 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int) Raw {
 	}
 
 	// Connection pairs like the consumer processes': one receiving (prefetch for the
-	// workers' batches), one sending, 4 workers each.
-	pairs := (goroutines + 3) / 4
+	// workers' batches), one sending, the default workers each.
+	per := levering.DefaultWorkers
+	pairs := (goroutines + per - 1) / per
 	r.Conns = pairs
 	var conns []*broker.Conn
 	defer func() {
@@ -107,7 +109,7 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int) Raw {
 	}
 	var ps []pair
 	for i := range pairs {
-		workers := min(4, goroutines-4*i)
+		workers := min(per, goroutines-per*i)
 		recv, err := broker.Dial(ctx, b.bcfg)
 		if err != nil {
 			return fail(err)

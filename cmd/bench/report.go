@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/brp/levering/levering"
 	"io"
 	"math"
 	"os"
@@ -140,7 +141,7 @@ func markdown(r *Results) string {
 	w("# Benchmark results\n\n")
 	w("Run of %s (%.0f s) on %d CPUs, Linux %s; %s; %s; code %s.\n", r.StartedAt, r.DurationSeconds, r.Machine.CPUs,
 		r.Machine.Kernel, r.Machine.Postgres, r.Machine.Broker, r.Machine.Code)
-	w("Publisher and consumers with their **default settings** (DELAY 5000 ms, LIMIT 5000, MAXINLEVERING 1000, 4 workers per consumer process)")
+	w("Publisher and consumers with their **default settings** (DELAY 5000 ms, LIMIT 5000, MAXINLEVERING 1000, %d workers per consumer process, batches of up to %d)", levering.DefaultWorkers, levering.DefaultBatch)
 	if len(s.ExtraEnv) > 0 {
 		w(", except `%s`", strings.Join(s.ExtraEnv, "`, `"))
 	}
@@ -155,11 +156,11 @@ func markdown(r *Results) string {
 	if h := headline(r); h != nil {
 		w("| throughput, 1 publicatie + %d mutatielevering | %s handelingen/s | |\n", h.Consumers, f0(h.Rate))
 	}
-	if x := rawAt(r, true, 4); x != nil {
-		w("| raw ceiling, batches of %d, 4 goroutines | %s /s | |\n", x.Batch, f0(x.Rate))
+	if x := rawAt(r, true, r.Ratios.RawGoroutines); x != nil {
+		w("| raw ceiling, batches of %d, %d goroutines (the pipeline's concurrency) | %s /s | |\n", x.Batch, x.Goroutines, f0(x.Rate))
 	}
-	if x := rawAt(r, false, 4); x != nil {
-		w("| raw ceiling, 1 item per transaction, 4 goroutines | %s /s | |\n", f0(x.Rate))
+	if x := rawAt(r, false, r.Ratios.RawGoroutines); x != nil {
+		w("| raw ceiling, 1 item per transaction, %d goroutines | %s /s | |\n", x.Goroutines, f0(x.Rate))
 	}
 	if r.Seed != nil {
 		w("| seed mode (no wake-ups), %d consumers | %s handelingen/s | |\n", r.Seed.Consumers, f0(r.Seed.Rate))
@@ -450,26 +451,26 @@ func chart(r *Results) string {
 		}
 	}
 	var refs []ref
-	if x := rawAt(r, true, 4); x != nil {
-		refs = append(refs, ref{fmt.Sprintf("raw ceiling, batches of %d", x.Batch), green, "8 5", x.Rate, "4 goroutines"})
+	if x := rawAt(r, true, r.Ratios.RawGoroutines); x != nil {
+		refs = append(refs, ref{fmt.Sprintf("raw ceiling, batches of %d", x.Batch), green, "8 5", x.Rate, fmt.Sprintf("%d goroutines", x.Goroutines)})
 	}
-	if x := rawAt(r, false, 4); x != nil {
-		refs = append(refs, ref{"raw ceiling, 1 item per transaction", orange, "8 5", x.Rate, "4 goroutines"})
+	if x := rawAt(r, false, r.Ratios.RawGoroutines); x != nil {
+		refs = append(refs, ref{"raw ceiling, 1 item per transaction", orange, "8 5", x.Rate, fmt.Sprintf("%d goroutines", x.Goroutines)})
 	}
 	if r.Seed != nil && r.Seed.Rate > 0 {
 		refs = append(refs, ref{"seed mode (rounds every 5 s)", red, "3 4", r.Seed.Rate, fmt.Sprintf("%d mutatielevering", r.Seed.Consumers)})
 	}
-	// Raw at K×4 goroutines, drawn faintly at the consumers' x positions.
+	// Raw at K×workers goroutines, drawn faintly at the consumers' x positions.
 	var rawK [2][][2]float64
 	for _, x := range r.Raw {
-		if x.Error != "" || x.Goroutines%4 != 0 {
+		if x.Error != "" || x.Goroutines%levering.DefaultWorkers != 0 {
 			continue
 		}
 		i := 0
 		if x.Batch > 1 {
 			i = 1
 		}
-		rawK[i] = append(rawK[i], [2]float64{float64(x.Goroutines / 4), x.Rate})
+		rawK[i] = append(rawK[i], [2]float64{float64(x.Goroutines / levering.DefaultWorkers), x.Rate})
 	}
 	xs := []float64{}
 	for _, k := range r.Settings.Consumers {
@@ -536,7 +537,7 @@ func chart(r *Results) string {
 		w(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#333"/>`+"\n", x, top+plotH, x, top+plotH+5)
 		w(`<text x="%.1f" y="%d" font-size="13" fill="#333" text-anchor="middle">%g</text>`+"\n", x, top+plotH+20, k)
 	}
-	w(`<text x="%d" y="%d" font-size="13" fill="#333" text-anchor="middle">mutatielevering processes (4 workers each)</text>`+"\n", left+plotW/2, top+plotH+44)
+	w(`<text x="%d" y="%d" font-size="13" fill="#333" text-anchor="middle">mutatielevering processes (%d workers each)</text>`+"\n", left+plotW/2, top+plotH+44, levering.DefaultWorkers)
 	// References.
 	for _, rf := range refs {
 		y := ypos(rf.v)

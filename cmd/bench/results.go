@@ -190,6 +190,7 @@ type Scale struct {
 // Ratios are the comparisons the issue asks for.
 type Ratios struct {
 	At                  int     `json:"consumers"`
+	RawGoroutines       int     `json:"raw_goroutines"` // the raw ceiling compared with: the pipeline's concurrency
 	PipelineVsRawBatch  float64 `json:"pipeline_vs_raw_batched"`
 	PipelineVsRawSingle float64 `json:"pipeline_vs_raw_single"`
 	PipelineVsSeed      float64 `json:"pipeline_vs_seed_mode"`

@@ -26,6 +26,7 @@ import (
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/levering"
 	"github.com/brp/levering/schema"
 )
 
@@ -515,9 +516,9 @@ func (b *bench) ratios() {
 	}
 	if at != nil {
 		r.At = at.Consumers
-		goroutines := 4
+		r.RawGoroutines = at.Consumers * levering.DefaultWorkers // the same concurrency
 		for _, x := range b.res.Raw {
-			if x.Goroutines != goroutines || x.Rate == 0 {
+			if x.Goroutines != r.RawGoroutines || x.Rate == 0 {
 				continue
 			}
 			if x.Batch > 1 {
