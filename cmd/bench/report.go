@@ -543,7 +543,7 @@ func chart(r *Results) string {
 		y := ypos(rf.v)
 		w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>`+"\n", left, y, left+plotW, y, rf.color, rf.dash)
 	}
-	// Raw at K×4 goroutines: faint dotted lines with small hollow markers.
+	// Raw at K×workers goroutines: faint dotted lines with small hollow markers.
 	for i, s := range rawK {
 		color := orange
 		if i == 1 {
@@ -613,7 +613,7 @@ func chart(r *Results) string {
 		w(`<circle cx="%d" cy="%d" r="3.5" fill="white" stroke="%s" stroke-width="1.3"/>`+"\n", lx+10, ly, orange)
 		w(`<circle cx="%d" cy="%d" r="3.5" fill="white" stroke="%s" stroke-width="1.3"/>`+"\n", lx+24, ly, green)
 		w(`<text x="%d" y="%d" font-size="12.5" fill="#222">raw ceiling at</text>`+"\n", lx+42, ly+4)
-		w(`<text x="%d" y="%d" font-size="12.5" fill="#222">K×4 goroutines</text>`+"\n", lx+42, ly+19)
+		w(`<text x="%d" y="%d" font-size="12.5" fill="#222">K×workers goroutines</text>`+"\n", lx+42, ly+19)
 	}
 	w("</svg>\n")
 	return b.String()
