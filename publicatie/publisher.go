@@ -43,11 +43,10 @@ type Publisher struct {
 	lease *lease
 	wake  chan struct{}
 
-	m         *metrics
-	epoch     atomic.Int64 // current lease epoch; 0 while follower
-	conn      *broker.Conn
-	rounds    atomic.Int64
-	published atomic.Int64
+	m      *metrics
+	epoch  atomic.Int64 // current lease epoch; 0 while follower
+	conn   *broker.Conn
+	rounds atomic.Int64
 }
 
 // New validates cfg and returns a Publisher; call Run to start it.
@@ -82,9 +81,6 @@ func (p *Publisher) Leader() bool { return p.cfg.Standalone || p.epoch.Load() > 
 
 // RoundsCommitted counts the rounds that committed at least one handeling.
 func (p *Publisher) RoundsCommitted() int64 { return p.rounds.Load() }
-
-// Published counts the handelingen this instance published in committed rounds.
-func (p *Publisher) Published() int64 { return p.published.Load() }
 
 // Status is what an operator needs to know about this publisher and its cluster.
 type Status struct {
@@ -401,7 +397,6 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	}
 	if len(sent) > 0 {
 		p.rounds.Add(1)
-		p.published.Add(int64(len(sent)))
 		p.m.published.Add(float64(len(marked)))
 		p.m.republished.Add(float64(len(republished)))
 		p.m.roundTime.Observe(time.Since(start).Seconds())

@@ -300,9 +300,6 @@ func Status(t testing.TB, db *sqlx.DB, id int64) string {
 	return s
 }
 
-// Sprint formats a map deterministically enough for failure messages.
-func Sprint(m map[string]int) string { return fmt.Sprint(m) }
-
 // Publish puts raw publication messages on queue as the publisher would (admhnd-id 0 omits
 // nothing: the header is always set, so bad bodies can be tested with a plausible header).
 func Publish(t testing.TB, queue string, msgs ...broker.Message) {

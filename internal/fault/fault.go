@@ -17,9 +17,6 @@ import (
 	"time"
 )
 
-// Enabled reports whether this binary was built with fault seams.
-const Enabled = true
-
 var (
 	point, action string
 	nth           int64 = 1

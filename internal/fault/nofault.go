@@ -4,8 +4,5 @@
 // "faults" (every production build) At does nothing and costs a call.
 package fault
 
-// Enabled reports whether this binary was built with fault seams.
-const Enabled = false
-
 // At marks that the process passes the named point; a no-op in production builds.
 func At(string) {}

@@ -116,25 +116,6 @@ func Insert(ctx context.Context, db *sqlx.DB, hs []Handeling) error {
 	return nil
 }
 
-// Read returns every handeling in the database, by id.
-func Read(ctx context.Context, db *sqlx.DB) (map[int64]Handeling, error) {
-	rows, err := db.QueryContext(ctx, `select a.id, a.soort, a.tsreg, coalesce(array_agg(p.persoon_id order by p.persoon_id) filter (where p.persoon_id is not null), '{}')
-		from admhnd a left join admhnd_persoon p on p.admhnd_id = a.id group by a.id`)
-	if err != nil {
-		return nil, fmt.Errorf("load: read: %w", err)
-	}
-	defer rows.Close()
-	out := map[int64]Handeling{}
-	for rows.Next() {
-		var h Handeling
-		if err := rows.Scan(&h.ID, &h.Soort, &h.Tsreg, pq.Array(&h.Personen)); err != nil {
-			return nil, fmt.Errorf("load: read: %w", err)
-		}
-		out[h.ID] = h
-	}
-	return out, rows.Err()
-}
-
 // OrderReport is the result of CheckOrder.
 type OrderReport struct {
 	Messages   int      // messages read from the verzending queue

@@ -21,9 +21,6 @@ import (
 	"github.com/brp/levering/broker"
 )
 
-// DefaultDatabaseURL is the project's local dev database (scripts/services.sh up); keep it equal to the default tag below.
-const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"
-
 // Common holds the settings of both commands.
 type Common struct {
 	DatabaseURL    DatabaseURL `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
