@@ -2,13 +2,13 @@ package levering
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
@@ -35,10 +35,37 @@ type Verzending struct {
 	Personen []int64   `json:"personen"`
 }
 
-// deliver runs the consumer's database transaction for a batch of distinct ids, sorted: lock
-// the rows in id order (two workers holding copies of the same handelingen cannot deadlock),
-// set geleverd where not yet delivered, send those to the verzending queue in one broker
-// transaction confirmed by a receipt, and only then commit.
+// deliverSQL is deliver's one statement: lock the rows in id order (two workers holding copies
+// of the same handelingen cannot deadlock), read their persons, and set geleverd, or fout when
+// a handeling has no persons, where not yet delivered. The condition is judged on the locked,
+// latest version of each row (l), so a publisher's round that held the lock is seen committed.
+// One statement instead of four saves the round trips and plans, and the persons are read in
+// the same snapshot as the rows: bijhouding writes a handeling and its persons together.
+const deliverSQL = `
+		with l as (
+			select id, soort, tsreg, statuslev, tslev from admhnd
+			where id = any($1) order by id for update
+		), p as (
+			select admhnd_id, array_agg(persoon_id order by persoon_id) as personen
+			from admhnd_persoon where admhnd_id = any($1) group by admhnd_id
+		), u as (
+			update admhnd a set
+				statuslev = case when p.personen is null then 'fout' else 'geleverd' end,
+				tslev = case when p.personen is null then a.tslev else now() end,
+				foutreden = case when p.personen is null then $2 else a.foutreden end
+			from l left join p on p.admhnd_id = l.id
+			where a.id = l.id and (l.tslev is null or l.statuslev = 'in_levering')
+			returning a.id, a.statuslev, a.tslev
+		)
+		select l.id, l.soort, l.tsreg, coalesce(p.personen, '{}'), u.statuslev, u.tslev
+		from l left join p on p.admhnd_id = l.id left join u on u.id = l.id`
+
+// foutGeenPersonen is the foutreden of a handeling without bijgehouden personen.
+const foutGeenPersonen = "handeling heeft geen bijgehouden personen"
+
+// deliver runs the consumer's database transaction for a batch of distinct ids, sorted:
+// deliverSQL, then the delivered ones to the verzending queue in one broker transaction
+// confirmed by a receipt, and only then commit.
 func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) (map[int64]outcome, error) {
 	tx, err := c.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -47,71 +74,55 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 
 	res := make(map[int64]outcome, len(ids))
-	found := map[int64]*Verzending{}
-	rows, err := tx.QueryxContext(ctx, `select id, soort, tsreg from admhnd where id = any($1) order by id for update`, pq.Array(ids))
+	for _, id := range ids {
+		res[id] = unknown
+	}
+	found := make(map[int64]*Verzending, len(ids))
+	stmt, err := c.deliverStmt(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read handelingen: %w", err)
+		return nil, err
+	}
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, pq.Array(ids), foutGeenPersonen)
+	if err != nil {
+		return nil, fmt.Errorf("deliver: %w", err)
 	}
 	for rows.Next() {
-		v := &Verzending{Personen: []int64{}}
-		if err := rows.Scan(&v.ID, &v.Soort, &v.Tsreg); err != nil {
+		v := &Verzending{}
+		var personen pq.Int64Array
+		var status sql.NullString
+		var tslev sql.NullTime
+		if err := rows.Scan(&v.ID, &v.Soort, &v.Tsreg, &personen, &status, &tslev); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("read handelingen: %w", err)
+			return nil, fmt.Errorf("deliver: %w", err)
 		}
-		found[v.ID] = v
+		v.Personen = []int64(personen)
+		switch status.String {
+		case "geleverd":
+			res[v.ID] = delivered
+			v.Tslev = tslev.Time
+			found[v.ID] = v
+		case "fout":
+			res[v.ID] = markedFout
+		default:
+			res[v.ID] = duplicate
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read handelingen: %w", err)
-	}
-	if err := c.readPersonen(ctx, tx, ids, found); err != nil {
-		return nil, err
-	}
-	var withPersonen, without []int64
-	for _, id := range ids {
-		switch v := found[id]; {
-		case v == nil:
-			res[id] = unknown
-		case len(v.Personen) == 0:
-			without = append(without, id)
-		default:
-			withPersonen = append(withPersonen, id)
-		}
-	}
-	fout, err := updateReturning(ctx, tx, `
-		update admhnd set statuslev = 'fout', foutreden = 'handeling heeft geen bijgehouden personen'
-		where id = any($1) and (tslev is null or statuslev = 'in_levering')
-		returning id, now()`, without)
-	if err != nil {
-		return nil, fmt.Errorf("mark fout: %w", err)
-	}
-	geleverd, err := updateReturning(ctx, tx, `
-		update admhnd set statuslev = 'geleverd', tslev = now()
-		where id = any($1) and (tslev is null or statuslev = 'in_levering')
-		returning id, tslev`, withPersonen)
-	if err != nil {
-		return nil, fmt.Errorf("mark geleverd: %w", err)
+		return nil, fmt.Errorf("deliver: %w", err)
 	}
 	var msgs []broker.Message
 	var sent []int64
 	for _, id := range ids {
-		switch {
-		case res[id] == unknown:
-		case !fout[id].IsZero():
-			res[id] = markedFout
-		case !geleverd[id].IsZero():
-			res[id] = delivered
-			v := found[id]
-			v.Tslev = geleverd[id]
-			body, err := json.Marshal(v)
-			if err != nil {
-				return nil, fmt.Errorf("encode verzending %d: %w", id, err)
-			}
-			msgs = append(msgs, broker.Message{Destination: c.cfg.VerzendingQueue, AdmhndID: id, Body: body})
-			sent = append(sent, id)
-		default:
-			res[id] = duplicate
+		if res[id] != delivered {
+			continue
 		}
+		body, err := json.Marshal(found[id])
+		if err != nil {
+			return nil, fmt.Errorf("encode verzending %d: %w", id, err)
+		}
+		msgs = append(msgs, broker.Message{Destination: c.cfg.VerzendingQueue, AdmhndID: id, Body: body})
+		sent = append(sent, id)
 	}
 	if err := send.Send(ctx, msgs...); err != nil {
 		return nil, fmt.Errorf("%w: verzending: %w", errBroker, err)
@@ -129,52 +140,23 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 	}
 	for _, id := range ids {
 		if res[id] == markedFout {
-			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", "handeling heeft geen bijgehouden personen"))
+			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", foutGeenPersonen))
 		}
 	}
 	return res, nil
 }
 
-func (c *Consumer) readPersonen(ctx context.Context, tx *sqlx.Tx, ids []int64, found map[int64]*Verzending) error {
-	rows, err := tx.QueryContext(ctx, `select admhnd_id, persoon_id from admhnd_persoon where admhnd_id = any($1) order by admhnd_id, persoon_id`, pq.Array(ids))
-	if err != nil {
-		return fmt.Errorf("read personen: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, p int64
-		if err := rows.Scan(&id, &p); err != nil {
-			return fmt.Errorf("read personen: %w", err)
+// deliverStmt returns deliverSQL prepared; database/sql prepares it again on each connection
+// that runs it. Its generic plan (primary-key probes) is the right plan for every batch.
+func (c *Consumer) deliverStmt(ctx context.Context) (*sql.Stmt, error) {
+	c.stmtMu.Lock()
+	defer c.stmtMu.Unlock()
+	if c.stmt == nil {
+		stmt, err := c.db.PrepareContext(ctx, deliverSQL)
+		if err != nil {
+			return nil, fmt.Errorf("prepare deliver: %w", err)
 		}
-		if v := found[id]; v != nil {
-			v.Personen = append(v.Personen, p)
-		}
+		c.stmt = stmt
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read personen: %w", err)
-	}
-	return nil
-}
-
-// updateReturning runs a conditional status update over ids and returns the time each
-// changed row got, by id. No ids, no statement.
-func updateReturning(ctx context.Context, tx *sqlx.Tx, query string, ids []int64) (map[int64]time.Time, error) {
-	out := map[int64]time.Time{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := tx.QueryContext(ctx, query, pq.Array(ids))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var ts time.Time
-		if err := rows.Scan(&id, &ts); err != nil {
-			return nil, err
-		}
-		out[id] = ts
-	}
-	return out, rows.Err()
+	return c.stmt, nil
 }

@@ -7,6 +7,7 @@ package levering
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,6 +120,9 @@ type Consumer struct {
 	connected                           atomic.Bool
 	processing                          prometheus.Histogram
 	reconnects                          *prometheus.CounterVec
+
+	stmtMu sync.Mutex
+	stmt   *sql.Stmt // deliverSQL, prepared once: planning it costs more than running it
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
@@ -203,6 +207,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+	c.stmtMu.Lock()
+	if c.stmt != nil {
+		_ = c.stmt.Close()
+		c.stmt = nil
+	}
+	c.stmtMu.Unlock()
 	c.log.Info("consumer stopped")
 	return nil
 }
