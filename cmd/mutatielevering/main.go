@@ -32,6 +32,7 @@ type config struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	setup.OneThread()
 	err := run(ctx, os.Args[1:], os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mutatielevering: %v\n", err)

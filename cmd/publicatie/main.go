@@ -78,6 +78,7 @@ func (w *wartezeit) Decode(v string) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	setup.OneThread()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "publicatie: %v\n", err)
