@@ -52,9 +52,11 @@ type options struct {
 	only            []string
 	env             []string
 	render          string
+	pairs           int
+	warmup          bool
 }
 
-var sections = []string{"pipeline", "chain", "seed", "raw", "scale"}
+var sections = []string{"pipeline", "chain", "seed", "raw", "pairs", "scale"}
 
 func (o options) runs(section string) bool {
 	return len(o.only) == 0 || slices.Contains(o.only, section)
@@ -116,7 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		n: 20000, personen: 5000, consumers: []int{1, 2, 4, 8}, history: []int64{10_000, 1_000_000, 10_000_000},
 		out: "docs/bench", logs: ".run/bench", db: "brp_bench", chain: 100, chainBackground: 5000,
 		seedN: 4000, seedPersonen: 5000, seedWindow: 15 * time.Second, seedConsumers: 4, rawBatch: 20, backlog: 5000, backlogPersonen: 1000,
-		scaleConsumers: 4, phaseTimeout: 5 * time.Minute,
+		scaleConsumers: 4, phaseTimeout: 5 * time.Minute, pairs: 3, warmup: true,
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -138,6 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.seedConsumers, "seed-consumers", o.seedConsumers, "mutatielevering processes in seed mode")
 	fs.IntVar(&o.rawN, "raw-n", 0, "messages per raw-ceiling run (default: -n)")
 	fs.IntVar(&o.rawBatch, "raw-batch", o.rawBatch, "items per transaction of the batched raw ceiling")
+	fs.IntVar(&o.pairs, "pairs", o.pairs, "alternating pipeline / batched raw runs for the headline ratio (section pairs)")
+	fs.BoolVar(&o.warmup, "warmup", o.warmup, "first run the pipeline and the raw loop once, unmeasured, so the broker's JIT is warm for both")
 	fs.IntVar(&o.backlog, "backlog", o.backlog, "handelingen published at each history size of the scale test")
 	fs.IntVar(&o.backlogPersonen, "backlog-personen", o.backlogPersonen, "persons of that backlog")
 	fs.IntVar(&o.scaleConsumers, "scale-consumers", o.scaleConsumers, "mutatielevering processes in the scale test")
@@ -169,6 +173,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		def("backlog", func() { o.backlog = 2000 })
 		def("backlog-personen", func() { o.backlogPersonen = 400 })
 		def("phase-timeout", func() { o.phaseTimeout = 2 * time.Minute })
+		def("pairs", func() { o.pairs = 1 })
 	}
 	if o.rawN == 0 {
 		o.rawN = o.n
@@ -187,8 +192,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	switch {
-	case o.n <= 0 || o.personen <= 0 || o.seedN <= 0 || o.seedPersonen <= 0 || o.chain < 1 || o.backlog <= 0 || o.backlogPersonen <= 0 || o.rawBatch < 1:
-		return o, errors.New("-n, -personen, -chain, -backlog, -backlog-personen and -raw-batch must be positive")
+	case o.n <= 0 || o.personen <= 0 || o.seedN <= 0 || o.seedPersonen <= 0 || o.chain < 1 || o.backlog <= 0 || o.backlogPersonen <= 0 || o.rawBatch < 1 || o.pairs < 1:
+		return o, errors.New("-n, -personen, -chain, -backlog, -backlog-personen, -raw-batch and -pairs must be positive")
 	case slices.ContainsFunc(o.consumers, func(k int) bool { return k < 1 }):
 		return o, errors.New("-consumers: every count must be at least 1")
 	}

@@ -23,7 +23,12 @@ type measureSpec struct {
 
 // pipelinePhase is the headline: the default settings, 1 publicatie and k mutatielevering.
 func (b *bench) pipelinePhase(ctx context.Context, k int) Pipeline {
-	label := fmt.Sprintf("pipeline-%d", k)
+	return b.pipelineRun(ctx, fmt.Sprintf("pipeline-%d", k), k)
+}
+
+// pipelineRun seeds the pipeline's workload afresh and measures it with k consumers; label
+// names the run in the logs.
+func (b *bench) pipelineRun(ctx context.Context, label string, k int) Pipeline {
 	b.logf("%s: seeding %d handelingen over %d persons", label, b.o.n, b.o.personen)
 	if err := b.truncate(ctx); err != nil {
 		return Pipeline{Label: label, Consumers: k, Error: b.fail(label, err)}

@@ -24,11 +24,10 @@ import (
 // item per database and broker transaction, once in batches; at the default workers of one
 // consumer process and at K times that for every K of the pipeline runs (the same concurrency).
 func (b *bench) rawPhase(ctx context.Context) []Raw {
-	// The contract's columns of admhnd, without the service's own indexes and triggers.
-	if _, err := b.db.ExecContext(ctx, `create table if not exists bench_raw (
-		id bigint primary key, soort text not null, tsreg timestamptz not null, tslev timestamptz null, statuslev text null)`); err != nil {
+	if err := b.rawTable(ctx); err != nil {
 		return []Raw{{Error: b.fail("raw", err)}}
 	}
+	defer b.dropRawTable(ctx)
 	gs := []int{levering.DefaultWorkers}
 	for _, k := range b.o.consumers {
 		gs = append(gs, levering.DefaultWorkers*k)
@@ -48,8 +47,62 @@ func (b *bench) rawPhase(ctx context.Context) []Raw {
 			out = append(out, r)
 		}
 	}
-	_, _ = b.db.ExecContext(ctx, `drop table if exists bench_raw`)
 	return out
+}
+
+// rawTable creates the raw loop's table: the contract's columns of admhnd, without the
+// service's own indexes and triggers.
+func (b *bench) rawTable(ctx context.Context) error {
+	_, err := b.db.ExecContext(ctx, `create table if not exists bench_raw (
+		id bigint primary key, soort text not null, tsreg timestamptz not null, tslev timestamptz null, statuslev text null)`)
+	return err
+}
+
+func (b *bench) dropRawTable(ctx context.Context) {
+	_, _ = b.db.ExecContext(context.WithoutCancel(ctx), `drop table if exists bench_raw`)
+}
+
+// pairsPhase measures the headline ratio again: the pipeline with k consumers, then the
+// batched raw ceiling at its concurrency, b.o.pairs times in turn.
+func (b *bench) pairsPhase(ctx context.Context, k int) []Pair {
+	if err := b.rawTable(ctx); err != nil {
+		return []Pair{{Error: b.fail("pairs", err)}}
+	}
+	defer b.dropRawTable(ctx)
+	var out []Pair
+	for i := 1; i <= b.o.pairs && ctx.Err() == nil; i++ {
+		var pr Pair
+		p := b.pipelineRun(ctx, fmt.Sprintf("pair-%d-pipeline-%d", i, k), k)
+		r := b.rawRun(ctx, 100+i, b.o.rawBatch, k*levering.DefaultWorkers)
+		pr.Pipeline, pr.Raw = p.Rate, r.Rate
+		if p.Error != "" || !p.Complete {
+			pr.Error = "pipeline: " + p.Error
+		} else if r.Error != "" {
+			pr.Error = "raw: " + r.Error
+		}
+		b.logf("pair %d: pipeline@%d %.0f/s, raw batched %.0f/s: %.2f", i, k, pr.Pipeline, pr.Raw, pr.Pipeline/pr.Raw)
+		out = append(out, pr)
+	}
+	return out
+}
+
+// warmUp runs the pipeline and the batched raw loop once, unmeasured: a broker that has just
+// started runs its first minute of work through its interpreter, and whichever section came
+// first would pay for that.
+func (b *bench) warmUp(ctx context.Context, k int) {
+	// One pipeline run was measured not to be enough: the next one still took the broker
+	// 40% more CPU than later ones.
+	p := b.pipelineRun(ctx, fmt.Sprintf("warmup-1-pipeline-%d", k), k)
+	if p.Error == "" {
+		p = b.pipelineRun(ctx, fmt.Sprintf("warmup-2-pipeline-%d", k), k)
+	}
+	if err := b.rawTable(ctx); err != nil {
+		b.fail("warm-up", err)
+		return
+	}
+	r := b.rawRun(ctx, 99, b.o.rawBatch, k*levering.DefaultWorkers)
+	b.dropRawTable(ctx)
+	b.logf("warm-up (not measured): pipeline@%d %.0f/s, raw batched %.0f/s", k, p.Rate, r.Rate)
 }
 
 type rawPub struct {

@@ -153,11 +153,21 @@ func markdown(r *Results) string {
 
 	// Headline.
 	w("## Headline\n\n| measure | value | target |\n|---|---:|---|\n")
+	if r.Ratios.PairsPipeline > 0 {
+		n := 0
+		for _, p := range r.Pairs {
+			if p.Error == "" {
+				n++
+			}
+		}
+		w("| throughput, 1 publicatie + %d mutatielevering, median of %d runs taken in turn with the raw ceiling (*Pairs*) | %s handelingen/s | |\n", r.Ratios.At, n, f0(r.Ratios.PairsPipeline))
+		w("| raw ceiling, batches of %d, %d goroutines (the pipeline's concurrency), median of those %d turns | %s /s | |\n", s.RawBatch, r.Ratios.RawGoroutines, n, f0(r.Ratios.PairsRaw))
+	}
 	if h := headline(r); h != nil {
-		w("| throughput, 1 publicatie + %d mutatielevering | %s handelingen/s | |\n", h.Consumers, f0(h.Rate))
+		w("| throughput, 1 publicatie + %d mutatielevering (*Throughput*, one run) | %s handelingen/s | |\n", h.Consumers, f0(h.Rate))
 	}
 	if x := rawAt(r, true, r.Ratios.RawGoroutines); x != nil {
-		w("| raw ceiling, batches of %d, %d goroutines (the pipeline's concurrency) | %s /s | |\n", x.Batch, x.Goroutines, f0(x.Rate))
+		w("| raw ceiling, batches of %d, %d goroutines (*References*, one run) | %s /s | |\n", x.Batch, x.Goroutines, f0(x.Rate))
 	}
 	if x := rawAt(r, false, r.Ratios.RawGoroutines); x != nil {
 		w("| raw ceiling, 1 item per transaction, %d goroutines | %s /s | |\n", x.Goroutines, f0(x.Rate))
@@ -166,7 +176,11 @@ func markdown(r *Results) string {
 		w("| seed mode (no wake-ups), %d consumers | %s handelingen/s | |\n", r.Seed.Consumers, f0(r.Seed.Rate))
 	}
 	if r.Ratios.PipelineVsRawBatch > 0 {
-		w("| pipeline@%d / raw batched | %.2f | ≥ 0.7: %s |\n", r.Ratios.At, r.Ratios.PipelineVsRawBatch, verdict(r.Ratios.PipelineVsRawBatch >= 0.7))
+		from := ""
+		if r.Ratios.PairsPipeline > 0 {
+			from = " (medians of the pairs)"
+		}
+		w("| pipeline@%d / raw batched%s | %.2f | ≥ 0.7: %s |\n", r.Ratios.At, from, r.Ratios.PipelineVsRawBatch, verdict(r.Ratios.PipelineVsRawBatch >= 0.7))
 	}
 	if r.Ratios.PipelineVsRawSingle > 0 {
 		w("| pipeline@%d / raw 1 item per transaction | %.2f | |\n", r.Ratios.At, r.Ratios.PipelineVsRawSingle)
@@ -251,8 +265,8 @@ func markdown(r *Results) string {
 		if len(r.Raw) > 0 {
 			w("*Raw ceiling*: a bare loop in the bench, per item: receive a persistent message (client-individual ack), ")
 			w("one `update … set statuslev='geleverd', tslev=now() … returning` committed (autocommit), one persistent send ")
-			w("confirmed by a receipt on a connection of its own, ack; goroutines in groups of 4 per connection pair, like the ")
-			w("consumer processes. Batched: up to %d items per UPDATE and per STOMP transaction (commit with receipt). ", s.RawBatch)
+			w("confirmed by a receipt on a connection of its own, ack; goroutines in groups of %d per connection pair, like the ", levering.DefaultWorkers)
+			w("consumer processes' workers. Batched: up to %d items per UPDATE and per STOMP transaction (commit with receipt). ", s.RawBatch)
 			w("Its table has the contract's columns of admhnd but none of the service's indexes and triggers. %d messages per run.\n\n", s.RawN)
 			w("| reference | goroutines | items | s | items/s |\n|---|---:|---:|---:|---:|\n")
 			for _, x := range r.Raw {
@@ -276,6 +290,23 @@ func markdown(r *Results) string {
 			w("200 handelingen/s by construction. It runs on a sparse workload (few persons with more than one handeling) whose candidates ")
 			w("stay below LIMIT: that is its best case, and a round that reads LIMIT candidates would make the publisher start the next ")
 			w("one at once even without wake-ups, which is not the seed's behaviour. Its rate is geleverd within the window / window.\n")
+		}
+		w("\n")
+	}
+
+	// Pairs.
+	if len(r.Pairs) > 0 {
+		w("## Pairs: the headline ratio, measured in turn\n\n")
+		w("The pipeline with %d mutatielevering (as in *Throughput*), then at once the batched raw ceiling at %d goroutines ", r.Ratios.At, r.Ratios.RawGoroutines)
+		w("(as in *References*), %d times. The machine's speed drifts during a run (other tenants; see *Where the CPU goes*); ", len(r.Pairs))
+		w("measured in turn, drift moves both sides of the ratio alike. The headline ratios use the medians.\n\n")
+		w("| pair | pipeline handelingen/s | raw batched /s | ratio |\n|---:|---:|---:|---:|\n")
+		for i, p := range r.Pairs {
+			if p.Error != "" {
+				w("| %d | error: %s | | |\n", i+1, oneLine(p.Error))
+				continue
+			}
+			w("| %d | %s | %s | %.2f |\n", i+1, f0(p.Pipeline), f0(p.Raw), p.Pipeline/p.Raw)
 		}
 		w("\n")
 	}

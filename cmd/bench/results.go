@@ -10,6 +10,7 @@ type Results struct {
 	Chain           []Chain    `json:"chain"`
 	Seed            *Pipeline  `json:"seed_mode"`
 	Raw             []Raw      `json:"raw_ceiling"`
+	Pairs           []Pair     `json:"pairs"`
 	Scale           []Scale    `json:"scale"`
 	Ratios          Ratios     `json:"ratios"`
 	Services        Services   `json:"services"`
@@ -189,7 +190,11 @@ type Scale struct {
 
 // Ratios are the comparisons the issue asks for.
 type Ratios struct {
-	At                  int     `json:"consumers"`
+	At int `json:"consumers"`
+	// PairsPipeline and PairsRaw are the medians of Pairs; when there are pairs, the ratios
+	// with the raw ceiling and seed mode use them.
+	PairsPipeline       float64 `json:"pairs_pipeline_median"`
+	PairsRaw            float64 `json:"pairs_raw_batched_median"`
 	RawGoroutines       int     `json:"raw_goroutines"` // the raw ceiling compared with: the pipeline's concurrency
 	PipelineVsRawBatch  float64 `json:"pipeline_vs_raw_batched"`
 	PipelineVsRawSingle float64 `json:"pipeline_vs_raw_single"`
@@ -209,4 +214,13 @@ type Services struct {
 	PostgresPSSMB     float64 `json:"postgres_pss_mb"`      // all server processes at the end
 	PostgresPeakPSSMB float64 `json:"postgres_peak_pss_mb"` // highest sample taken during the runs
 	DatabaseMB        float64 `json:"bench_database_mb"`
+}
+
+// Pair is the headline measured once more: the pipeline at Ratios.At consumers, then the
+// batched raw ceiling at the same concurrency. The pairs run one after the other, so a
+// machine that gets faster or slower during the run moves both sides of the ratio alike.
+type Pair struct {
+	Pipeline float64 `json:"pipeline"`
+	Raw      float64 `json:"raw_batched"`
+	Error    string  `json:"error,omitempty"`
 }

@@ -97,7 +97,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, er
 	b.machine(ctx)
 	b.logf("run %s: logs in %s, database %s, queues /queue/brp.bench.%s.*", b.runID, b.logDir, o.db, b.runID)
 
-	if o.runs("pipeline") {
+	at := headlineConsumers(o.consumers)
+	if o.warmup && (o.runs("pipeline") || o.runs("raw") || o.runs("pairs")) {
+		b.warmUp(ctx, at)
+	}
+	if o.runs("pipeline") && ctx.Err() == nil {
 		for _, k := range o.consumers {
 			if ctx.Err() != nil {
 				break
@@ -115,6 +119,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, er
 	}
 	if o.runs("raw") && ctx.Err() == nil {
 		b.res.Raw = b.rawPhase(ctx)
+	}
+	if o.runs("pairs") && ctx.Err() == nil {
+		b.res.Pairs = b.pairsPhase(ctx, at)
 	}
 	if o.runs("scale") && ctx.Err() == nil {
 		b.res.Scale = b.scalePhase(ctx)
@@ -502,8 +509,20 @@ func (b *bench) samplePSS() {
 }
 
 // ratios computes the comparisons of the issue at 4 consumers (or the nearest count run).
+// headlineConsumers is the consumer count the ratios are taken at: 4, or the nearest run.
+func headlineConsumers(ks []int) int {
+	at := 4
+	for i, k := range ks {
+		if i == 0 || abs(k-4) < abs(at-4) {
+			at = k
+		}
+	}
+	return at
+}
+
 func (b *bench) ratios() {
 	r := &b.res.Ratios
+	defer b.pairRatios()
 	var at *Pipeline
 	for i := range b.res.Pipeline {
 		p := &b.res.Pipeline[i]
@@ -545,6 +564,40 @@ func (b *bench) ratios() {
 			r.ScaleIsolated = last.Isolated.LogP50Ms / first.Isolated.LogP50Ms
 		}
 	}
+}
+
+// pairRatios takes the ratios with the raw ceiling and seed mode from the medians of the
+// pairs, when there are any: measured in turn, they are not skewed by drift of the machine.
+func (b *bench) pairRatios() {
+	r := &b.res.Ratios
+	var ps, rs []float64
+	for _, p := range b.res.Pairs {
+		if p.Error == "" && p.Pipeline > 0 && p.Raw > 0 {
+			ps, rs = append(ps, p.Pipeline), append(rs, p.Raw)
+		}
+	}
+	if len(ps) == 0 {
+		return
+	}
+	r.At = headlineConsumers(b.o.consumers)
+	r.RawGoroutines = r.At * levering.DefaultWorkers
+	r.PairsPipeline, r.PairsRaw = median(ps), median(rs)
+	r.PipelineVsRawBatch = r.PairsPipeline / r.PairsRaw
+	if b.res.Seed != nil && b.res.Seed.Rate > 0 {
+		r.PipelineVsSeed = r.PairsPipeline / b.res.Seed.Rate
+	}
+	if x := rawAt(b.res, false, r.RawGoroutines); x != nil && x.Rate > 0 {
+		r.PipelineVsRawSingle = r.PairsPipeline / x.Rate
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func abs(x int) int {
