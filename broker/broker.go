@@ -220,7 +220,7 @@ func (c *Conn) Send(ctx context.Context, msgs ...Message) error {
 	})
 }
 
-// Subscription delivers messages of one queue with client-individual acknowledgement.
+// Subscription delivers messages of one queue.
 type Subscription struct {
 	conn *Conn
 	c    chan *stomp.Message
@@ -230,10 +230,23 @@ type Subscription struct {
 // unacknowledged messages in flight to this connection. The prefetch header is sent in both
 // the ActiveMQ and the RabbitMQ spelling; each broker ignores the other's.
 func (c *Conn) Subscribe(ctx context.Context, destination string, prefetch int) (*Subscription, error) {
+	return c.subscribe(ctx, destination, prefetch, stomp.AckClientIndividual)
+}
+
+// SubscribeCumulative is Subscribe with STOMP's "client" ack mode: an ack acknowledges its
+// message and every message delivered before it on this subscription, so a batch handled in
+// delivery order is acknowledged with one frame instead of one per message. The caller must
+// handle the messages in delivery order, and keep this the only subscription of the
+// connection: a broker may count "before" per connection (RabbitMQ acks per channel).
+func (c *Conn) SubscribeCumulative(ctx context.Context, destination string, prefetch int) (*Subscription, error) {
+	return c.subscribe(ctx, destination, prefetch, stomp.AckClient)
+}
+
+func (c *Conn) subscribe(ctx context.Context, destination string, prefetch int, mode stomp.AckMode) (*Subscription, error) {
 	var sub *stomp.Subscription
 	err := c.guard(ctx, "subscribe", func() error {
 		var err error
-		sub, err = c.sc.Subscribe(destination, stomp.AckClientIndividual,
+		sub, err = c.sc.Subscribe(destination, mode,
 			stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(prefetch)),
 			stomp.SubscribeOpt.Header("prefetch-count", strconv.Itoa(prefetch)),
 		)
@@ -261,8 +274,8 @@ func (c *Conn) Subscribe(ctx context.Context, destination string, prefetch int) 
 // the connection is gone.
 func (s *Subscription) C() <-chan *stomp.Message { return s.c }
 
-// Ack acknowledges one message. It does not wait for the broker: a lost ack only causes a
-// redelivery, which the consumer absorbs.
+// Ack acknowledges m (and, on a cumulative subscription, every message before it). It does
+// not wait for the broker: a lost ack only causes a redelivery, which the consumer absorbs.
 func (s *Subscription) Ack(ctx context.Context, m *stomp.Message) error {
 	return s.conn.guard(ctx, "ack", func() error { return s.conn.sc.Ack(m) })
 }

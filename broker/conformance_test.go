@@ -76,6 +76,7 @@ var conformanceCases = []conformanceCase{
 	{"SendEachArrivesCompleteInOrder", testSendEachInOrder},
 	{"TransactionDroppedBeforeCommitDeliversNothing", testTransactionDropped},
 	{"ClientIndividualAckRedeliversOnlyUnacked", testClientIndividualAck},
+	{"CumulativeAckCoversEarlierMessagesOnly", testCumulativeAck},
 	{"DroppedConnectionRedeliversToOtherSubscriber", testRedeliveryToOther},
 	{"PrefetchOneHoldsOneMessage", testPrefetchOne},
 	{"DeadLetterQueueSendThenAck", testDeadLetter},
@@ -389,6 +390,29 @@ func testClientIndividualAck(t *testing.T, tg target) {
 		ack(t, sb, m)
 	}
 	onlySentinel(t, tg, sb, q, "acknowledged message 2")
+}
+
+// On a cumulative subscription one ack covers its message and the earlier ones, and nothing
+// after it: the consumer acks a batch with the ack of its last message.
+func testCumulativeAck(t *testing.T, tg target) {
+	q := newQueue(t)
+	send(t, dial(t, tg), msgs(q, 1, 2, 3, 4, 5)...)
+
+	a := dial(t, tg)
+	sa, err := a.SubscribeCumulative(context.Background(), q, 10)
+	if err != nil {
+		t.Fatalf("subscribe cumulative: %v", err)
+	}
+	got := expect(t, sa, "first delivery", 1, 2, 3, 4, 5)
+	ack(t, sa, got[2])
+	a.Disconnect() // waits for the broker's receipt, so the ack has been handled
+
+	sb := subscribe(t, dial(t, tg), q, 10)
+	for _, m := range expect(t, sb, "after reconnecting: only what came after the acked one", 4, 5) {
+		header(t, m, "redelivered", "true")
+		ack(t, sb, m)
+	}
+	onlySentinel(t, tg, sb, q, "acknowledged messages 1 to 3")
 }
 
 // A message held unacknowledged by a connection that drops goes to another subscriber.

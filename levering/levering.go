@@ -40,7 +40,8 @@ type Config struct {
 	// broker transaction. A worker never waits to fill a batch: it takes what is already
 	// prefetched. Default 50.
 	Batch int
-	// Prefetch is how many unacknowledged publications the broker may push to this process.
+	// Prefetch is how many unacknowledged publications the broker may push to this process,
+	// shared evenly (rounded up) by the workers' subscriptions.
 	// Default Workers*Batch, so every worker can fill a batch.
 	Prefetch int
 	// ShutdownGrace is how long, after ctx ends, a worker may still finish the publication it
@@ -217,25 +218,30 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
-// session runs the workers over one pair of broker connections until either fails or ctx
-// ends. Sends go over a connection of their own: a receipt awaited on the subscribing
-// connection can deadlock behind prefetched messages (go-stomp reads frames in one loop).
+// session runs the workers over broker connections of their own until one fails or ctx ends.
+// Each worker receives on a connection of its own, with one cumulative subscription, and
+// handles its messages in delivery order, so one ack frame acknowledges a whole batch. Sends go
+// over one more connection: a receipt awaited on a subscribing connection can deadlock behind
+// prefetched messages (go-stomp reads frames in one loop).
 func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
-	recv, err := broker.Dial(ctx, c.cfg.Broker)
-	if err != nil {
-		return false, err
-	}
-	defer recv.Close()
 	send, err := broker.Dial(ctx, c.cfg.Broker)
 	if err != nil {
 		return false, err
 	}
 	defer send.Close()
-	// The subscription is not tied to ctx: on shutdown the workers finish what they hold and
-	// then the connection is closed, which hands back what was prefetched.
-	sub, err := recv.Subscribe(context.Background(), c.cfg.Queue, c.cfg.Prefetch)
-	if err != nil {
-		return false, err
+	subs := make([]*broker.Subscription, c.cfg.Workers)
+	perWorker := (c.cfg.Prefetch + c.cfg.Workers - 1) / c.cfg.Workers
+	var recv *broker.Conn
+	for i := range subs {
+		if recv, err = broker.Dial(ctx, c.cfg.Broker); err != nil {
+			return false, err
+		}
+		defer recv.Close()
+		// The subscription is not tied to ctx: on shutdown the workers finish what they hold
+		// and then the connection is closed, which hands back what was prefetched.
+		if subs[i], err = recv.SubscribeCumulative(context.Background(), c.cfg.Queue, perWorker); err != nil {
+			return false, err
+		}
 	}
 	c.log.Info("connected to broker", slog.String("addr", c.cfg.Broker.Addr), slog.String("server", recv.Server))
 	c.connected.Store(true)
@@ -256,7 +262,7 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 	})
 	defer stopGrace()
 	var wg sync.WaitGroup
-	for range c.cfg.Workers {
+	for _, sub := range subs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -290,10 +296,9 @@ func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, sen
 			}
 			c.processing.Observe(time.Since(start).Seconds())
 			// Acks are not bound to ctx: what was processed is acknowledged even during shutdown.
-			for _, m := range batch {
-				if err := sub.Ack(context.Background(), m); err != nil {
-					return err
-				}
+			// The subscription is cumulative: the batch's last message acks all of it.
+			if err := sub.Ack(context.Background(), batch[len(batch)-1]); err != nil {
+				return err
 			}
 		}
 		if broken != nil {
