@@ -155,17 +155,20 @@ type Chain struct {
 
 // Raw is one run of the bare receive-update-send-ack loop.
 type Raw struct {
-	Mode       string     `json:"mode"`
-	Batch      int        `json:"batch"`
-	Goroutines int        `json:"goroutines"`
-	Conns      int        `json:"connection_pairs"`
-	N          int        `json:"n"`
-	Seconds    float64    `json:"seconds"`
-	Rate       float64    `json:"rate"`
-	Verified   int        `json:"rows_geleverd"`
-	CPU        CPUSeconds `json:"cpu_seconds"`
-	Warnings   []string   `json:"warnings"`
-	Error      string     `json:"error,omitempty"`
+	Mode  string `json:"mode"`
+	Batch int    `json:"batch"`
+	// AckPerBatch: one cumulative ack per batch, as the consumer does, instead of the issue's
+	// one ack per item.
+	AckPerBatch bool       `json:"ack_per_batch"`
+	Goroutines  int        `json:"goroutines"`
+	Conns       int        `json:"connection_pairs"`
+	N           int        `json:"n"`
+	Seconds     float64    `json:"seconds"`
+	Rate        float64    `json:"rate"`
+	Verified    int        `json:"rows_geleverd"`
+	CPU         CPUSeconds `json:"cpu_seconds"`
+	Warnings    []string   `json:"warnings"`
+	Error       string     `json:"error,omitempty"`
 }
 
 // Scale is the publisher's round time at one size of delivered history.
@@ -193,16 +196,20 @@ type Ratios struct {
 	At int `json:"consumers"`
 	// PairsPipeline and PairsRaw are the medians of Pairs; when there are pairs, the ratios
 	// with the raw ceiling and seed mode use them.
-	PairsPipeline       float64 `json:"pairs_pipeline_median"`
-	PairsRaw            float64 `json:"pairs_raw_batched_median"`
-	RawGoroutines       int     `json:"raw_goroutines"` // the raw ceiling compared with: the pipeline's concurrency
-	PipelineVsRawBatch  float64 `json:"pipeline_vs_raw_batched"`
-	PipelineVsRawSingle float64 `json:"pipeline_vs_raw_single"`
-	PipelineVsSeed      float64 `json:"pipeline_vs_seed_mode"`
-	ScaleLargestVsFirst float64 `json:"round_p50_largest_vs_smallest_history"`
-	ScaleIsolated       float64 `json:"isolated_round_p50_largest_vs_smallest_history"`
-	ScaleLargest        int64   `json:"scale_largest_history"`
-	ScaleSmallest       int64   `json:"scale_smallest_history"`
+	PairsPipeline float64 `json:"pairs_pipeline_median"`
+	PairsRaw      float64 `json:"pairs_raw_batched_median"`
+	// PairsRawAckPerBatch is the median of the pairs' raw loops that ack once per batch, and
+	// PipelineVsRawAckPerBatch the pipeline's median over it: the stricter comparison.
+	PairsRawAckPerBatch      float64 `json:"pairs_raw_batched_ack_per_batch_median"`
+	PipelineVsRawAckPerBatch float64 `json:"pipeline_vs_raw_batched_ack_per_batch"`
+	RawGoroutines            int     `json:"raw_goroutines"` // the raw ceiling compared with: the pipeline's concurrency
+	PipelineVsRawBatch       float64 `json:"pipeline_vs_raw_batched"`
+	PipelineVsRawSingle      float64 `json:"pipeline_vs_raw_single"`
+	PipelineVsSeed           float64 `json:"pipeline_vs_seed_mode"`
+	ScaleLargestVsFirst      float64 `json:"round_p50_largest_vs_smallest_history"`
+	ScaleIsolated            float64 `json:"isolated_round_p50_largest_vs_smallest_history"`
+	ScaleLargest             int64   `json:"scale_largest_history"`
+	ScaleSmallest            int64   `json:"scale_smallest_history"`
 }
 
 // Services are the shared services' own figures, when they could be read.
@@ -222,5 +229,7 @@ type Services struct {
 type Pair struct {
 	Pipeline float64 `json:"pipeline"`
 	Raw      float64 `json:"raw_batched"`
-	Error    string  `json:"error,omitempty"`
+	// RawAckPerBatch is the batched raw loop with one ack per batch, as the consumer acks.
+	RawAckPerBatch float64 `json:"raw_batched_ack_per_batch"`
+	Error          string  `json:"error,omitempty"`
 }

@@ -570,10 +570,10 @@ func (b *bench) ratios() {
 // pairs, when there are any: measured in turn, they are not skewed by drift of the machine.
 func (b *bench) pairRatios() {
 	r := &b.res.Ratios
-	var ps, rs []float64
+	var ps, rs, ras []float64
 	for _, p := range b.res.Pairs {
-		if p.Error == "" && p.Pipeline > 0 && p.Raw > 0 {
-			ps, rs = append(ps, p.Pipeline), append(rs, p.Raw)
+		if p.Error == "" && p.Pipeline > 0 && p.Raw > 0 && p.RawAckPerBatch > 0 {
+			ps, rs, ras = append(ps, p.Pipeline), append(rs, p.Raw), append(ras, p.RawAckPerBatch)
 		}
 	}
 	if len(ps) == 0 {
@@ -583,6 +583,8 @@ func (b *bench) pairRatios() {
 	r.RawGoroutines = r.At * levering.DefaultWorkers
 	r.PairsPipeline, r.PairsRaw = median(ps), median(rs)
 	r.PipelineVsRawBatch = r.PairsPipeline / r.PairsRaw
+	r.PairsRawAckPerBatch = median(ras)
+	r.PipelineVsRawAckPerBatch = r.PairsPipeline / r.PairsRawAckPerBatch
 	if b.res.Seed != nil && b.res.Seed.Rate > 0 {
 		r.PipelineVsSeed = r.PairsPipeline / b.res.Seed.Rate
 	}
