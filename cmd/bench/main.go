@@ -118,7 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		n: 20000, personen: 5000, consumers: []int{1, 2, 4, 8}, history: []int64{10_000, 1_000_000, 10_000_000},
 		out: "docs/bench", logs: ".run/bench", db: "brp_bench", chain: 100, chainBackground: 5000,
 		seedN: 4000, seedPersonen: 5000, seedWindow: 15 * time.Second, seedConsumers: 4, rawBatch: 20, backlog: 5000, backlogPersonen: 1000,
-		scaleConsumers: 4, phaseTimeout: 5 * time.Minute, pairs: 3, warmup: true,
+		scaleConsumers: 4, phaseTimeout: 5 * time.Minute, pairs: 5, warmup: true,
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
