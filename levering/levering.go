@@ -123,7 +123,7 @@ type Consumer struct {
 	reconnects                          *prometheus.CounterVec
 
 	stmtMu sync.Mutex
-	stmt   *sql.Stmt // deliverSQL, prepared once: planning it costs more than running it
+	stmt   *sql.Stmt // deliverSQL, prepared once instead of planned for every batch
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
