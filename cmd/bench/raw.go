@@ -122,14 +122,6 @@ type rawPub struct {
 	Personen []int64 `json:"personen"`
 }
 
-type rawVerzending struct {
-	ID       int64     `json:"id"`
-	Soort    string    `json:"soort"`
-	Tsreg    time.Time `json:"tsreg"`
-	Tslev    time.Time `json:"tslev"`
-	Personen []int64   `json:"personen"`
-}
-
 // rawRun runs the raw loop once. ackPerBatch acks each batch with one cumulative ack, as the
 // consumer does; otherwise every item is acked (client-individual), as the issue defines it.
 func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int, ackPerBatch bool) Raw {
@@ -379,7 +371,7 @@ func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, msgs <-
 			return fmt.Errorf("raw: update: %w", err)
 		}
 		for _, row := range rows {
-			body, _ := json.Marshal(rawVerzending{ID: row.ID, Soort: row.Soort, Tsreg: row.Tsreg, Tslev: row.Tslev, Personen: pubs[row.ID].Personen})
+			body, _ := json.Marshal(levering.Verzending{ID: row.ID, Soort: row.Soort, Tsreg: row.Tsreg, Tslev: row.Tslev, Personen: pubs[row.ID].Personen})
 			out = append(out, broker.Message{Destination: qout, AdmhndID: row.ID, Body: body})
 		}
 		// One message with a receipt, or one STOMP transaction committed with a receipt.
