@@ -130,7 +130,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"tsp":   func(t *time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 	"tss":   func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 	"pct":   func(n, m int64) int64 { return max(2, n*100/max(m, 1)) },
-	"join":  joinIDs,
+	"join":  func(ids []int64) string { return JoinIDs(ids, ", ") },
 	"int64": func(n int) int64 { return int64(n) },
 	"since": func(now, t time.Time) string {
 		return FormatAge(now.Sub(t).Seconds())
@@ -155,10 +155,11 @@ func formatNum(n int64) string {
 	return b.String()
 }
 
-func joinIDs(ids []int64) string {
+// JoinIDs writes ids in decimal, separated by sep.
+func JoinIDs(ids []int64, sep string) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = strconv.FormatInt(id, 10)
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, sep)
 }

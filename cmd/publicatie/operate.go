@@ -244,7 +244,7 @@ func printFoutTable(w io.Writer, fs []operate.Fout, reasonWidth int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tSOORT\tREGISTERED\tPERSONEN\tRELEASED\tREASON")
 	for _, f := range fs {
-		released, personen := "no", joinIDs(f.Personen)
+		released, personen := "no", operate.JoinIDs(f.Personen, ",")
 		if f.Vrijgegeven != nil {
 			released = "yes"
 		}
@@ -262,7 +262,7 @@ func printFoutDetail(w io.Writer, d operate.FoutDetail) {
 	if status == "" {
 		status = "te leveren (NULL)"
 	}
-	personen := joinIDs(d.Personen)
+	personen := operate.JoinIDs(d.Personen, ",")
 	if personen == "" {
 		personen = "none"
 	}
@@ -329,14 +329,6 @@ func sparkline(ns []int64) string {
 		b.WriteRune(levels[n*int64(len(levels)-1)/m])
 	}
 	return b.String()
-}
-
-func joinIDs(ids []int64) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.FormatInt(id, 10)
-	}
-	return strings.Join(s, ",")
 }
 
 // clean keeps text from the database from steering the terminal: control characters become
