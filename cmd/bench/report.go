@@ -370,21 +370,16 @@ func markdown(r *Results) string {
 		if c.Wall == 0 {
 			return
 		}
-		other := c.MachineBusy - c.Publisher - c.Consumers - c.Broker - c.Postgres - c.Bench
+		other := c.other()
 		w("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f%% |\n", label, c.Wall, c.Publisher, c.Consumers, c.Broker,
 			c.Postgres, c.Bench, max(0, other), c.MachineBusy, 100*c.MachineBusy/(c.Wall*float64(r.Machine.CPUs)))
 	}
-	for _, p := range r.Pipeline {
-		row(p.Label, p.CPU)
-	}
-	if r.Seed != nil {
-		row(r.Seed.Label, r.Seed.CPU)
-	}
-	for _, x := range r.Raw {
-		row(fmt.Sprintf("raw, %s, %d goroutines (loop in bench)", x.Mode, x.Goroutines), x.CPU)
-	}
-	for _, x := range r.Scale {
-		row(fmt.Sprintf("scale, %s history", human(x.History)), x.CPU)
+	for _, x := range cpuRuns(r) {
+		label := x.label
+		if x.raw {
+			label += " (loop in bench)"
+		}
+		row(label, x.cpu)
 	}
 	w("\n")
 	// Services.
@@ -410,6 +405,36 @@ func markdown(r *Results) string {
 	return b.String()
 }
 
+// cpuRun is one measured run's CPU seconds, for the CPU table and noise.
+type cpuRun struct {
+	label string
+	raw   bool // the raw loop, which runs inside the bench process
+	cpu   CPUSeconds
+}
+
+// cpuRuns lists the runs whose CPU was measured, in report order.
+func cpuRuns(r *Results) []cpuRun {
+	var out []cpuRun
+	for _, p := range r.Pipeline {
+		out = append(out, cpuRun{label: p.Label, cpu: p.CPU})
+	}
+	if r.Seed != nil {
+		out = append(out, cpuRun{label: r.Seed.Label, cpu: r.Seed.CPU})
+	}
+	for _, x := range r.Raw {
+		out = append(out, cpuRun{label: fmt.Sprintf("raw, %s, %d goroutines", x.Mode, x.Goroutines), raw: true, cpu: x.CPU})
+	}
+	for _, x := range r.Scale {
+		out = append(out, cpuRun{label: fmt.Sprintf("scale, %s history", human(x.History)), cpu: x.CPU})
+	}
+	return out
+}
+
+// other is the machine's busy time not accounted to the measured parts.
+func (c CPUSeconds) other() float64 {
+	return c.MachineBusy - c.Publisher - c.Consumers - c.Broker - c.Postgres - c.Bench
+}
+
 // noise is the share of the machine's CPU that other processes used during the measurements:
 // the average over all of them (weighted by wall time) and the worst one.
 func noise(r *Results) (avg, worst float64, where string) {
@@ -418,7 +443,7 @@ func noise(r *Results) (avg, worst float64, where string) {
 		if c.Wall <= 0 || r.Machine.CPUs == 0 {
 			return
 		}
-		o := max(0, c.MachineBusy-c.Publisher-c.Consumers-c.Broker-c.Postgres-c.Bench)
+		o := max(0, c.other())
 		a := c.Wall * float64(r.Machine.CPUs)
 		other += o
 		avail += a
@@ -426,17 +451,8 @@ func noise(r *Results) (avg, worst float64, where string) {
 			worst, where = 100*o/a, label
 		}
 	}
-	for _, p := range r.Pipeline {
-		add(p.Label, p.CPU)
-	}
-	if r.Seed != nil {
-		add(r.Seed.Label, r.Seed.CPU)
-	}
-	for _, x := range r.Raw {
-		add(fmt.Sprintf("raw, %s, %d goroutines", x.Mode, x.Goroutines), x.CPU)
-	}
-	for _, x := range r.Scale {
-		add(fmt.Sprintf("scale, %s history", human(x.History)), x.CPU)
+	for _, x := range cpuRuns(r) {
+		add(x.label, x.cpu)
 	}
 	if avail == 0 {
 		return 0, 0, ""
