@@ -123,7 +123,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Host != "" {
 		opts = append(opts, stomp.ConnOpt.Host(cfg.Host))
 	}
-	sc, err := stomp.ConnectWithContext(ctx, nc, opts...)
+	sc, err := stomp.ConnectWithContext(ctx, &coalescingConn{Conn: nc}, opts...)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("broker: stomp connect to %s: %w", cfg.Addr, err)
