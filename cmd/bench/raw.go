@@ -83,6 +83,8 @@ func (b *bench) pairsPhase(ctx context.Context, k int) []Pair {
 		r := b.rawRun(ctx, 100+2*i, b.o.rawBatch, k*levering.DefaultWorkers, false)
 		ra := b.rawRun(ctx, 101+2*i, b.o.rawBatch, k*levering.DefaultWorkers, true)
 		pr.Pipeline, pr.Raw, pr.RawAckPerBatch = p.Rate, r.Rate, ra.Rate
+		pr.PipelineCPU, pr.RawCPU, pr.RawAckPerBatchCPU = p.CPU, r.CPU, ra.CPU
+		pr.PipelineCPUms, pr.RawCPUms, pr.RawAckPerBatchCPUms = p.CPU.msPer(p.Geleverd), r.CPU.msPer(r.N), ra.CPU.msPer(ra.N)
 		switch {
 		case p.Error != "" || !p.Complete:
 			pr.Error = "pipeline: " + p.Error

@@ -316,14 +316,23 @@ func markdown(r *Results) string {
 		w("## Pairs: the headline ratio, measured in turn\n\n")
 		w("The pipeline with %d mutatielevering (as in *Throughput*), then at once the batched raw ceiling at %d goroutines ", r.Ratios.At, r.Ratios.RawGoroutines)
 		w("(as in *References*: one ack per item, as the issue defines it, and then with one ack per batch), %d times. The machine's speed drifts during a run (other tenants; see *Where the CPU goes*); ", len(r.Pairs))
-		w("measured in turn, drift moves both sides of the ratio alike. The headline ratios use the medians.\n\n")
-		w("| pair | pipeline handelingen/s | raw batched /s | ratio | raw batched, one ack per batch /s | ratio |\n|---:|---:|---:|---:|---:|---:|\n")
+		w("measured in turn, drift moves both sides of the ratio alike. The headline ratios use the medians. ")
+		w("*CPU ms* is the CPU time of the measured parts (service processes, broker, PostgreSQL, bench) per handeling or item: ")
+		w("it does not depend on how fast the machine was at the time, so its inverse ratio (raw CPU / pipeline CPU) shows what the ")
+		w("throughput ratio would be on a machine both kept equally busy.\n\n")
+		w("| pair | pipeline handelingen/s | raw batched /s | ratio | raw batched, one ack per batch /s | ratio | CPU ms pipeline / raw batched / raw one ack per batch | raw CPU / pipeline CPU |\n|---:|---:|---:|---:|---:|---:|---|---:|\n")
 		for i, p := range r.Pairs {
 			if p.Error != "" {
-				w("| %d | error: %s | | | | |\n", i+1, oneLine(p.Error))
+				w("| %d | error: %s | | | | | | |\n", i+1, oneLine(p.Error))
 				continue
 			}
-			w("| %d | %s | %s | %.2f | %s | %.2f |\n", i+1, f0(p.Pipeline), f0(p.Raw), p.Pipeline/p.Raw, f0(p.RawAckPerBatch), p.Pipeline/p.RawAckPerBatch)
+			cpu := ""
+			if p.PipelineCPUms > 0 {
+				cpu = fmt.Sprintf("%.3f / %.3f / %.3f | %.2f", p.PipelineCPUms, p.RawCPUms, p.RawAckPerBatchCPUms, p.RawCPUms/p.PipelineCPUms)
+			} else {
+				cpu = " | "
+			}
+			w("| %d | %s | %s | %.2f | %s | %.2f | %s |\n", i+1, f0(p.Pipeline), f0(p.Raw), p.Pipeline/p.Raw, f0(p.RawAckPerBatch), p.Pipeline/p.RawAckPerBatch, cpu)
 		}
 		w("\n")
 	}
@@ -427,12 +436,30 @@ func cpuRuns(r *Results) []cpuRun {
 	for _, x := range r.Scale {
 		out = append(out, cpuRun{label: fmt.Sprintf("scale, %s history", human(x.History)), cpu: x.CPU})
 	}
+	for i, x := range r.Pairs {
+		out = append(out, cpuRun{label: fmt.Sprintf("pair %d, pipeline", i+1), cpu: x.PipelineCPU},
+			cpuRun{label: fmt.Sprintf("pair %d, raw batched", i+1), raw: true, cpu: x.RawCPU},
+			cpuRun{label: fmt.Sprintf("pair %d, raw batched, one ack per batch", i+1), raw: true, cpu: x.RawAckPerBatchCPU})
+	}
 	return out
+}
+
+// parts is the CPU time of the measured parts: service processes, broker, database, bench.
+func (c CPUSeconds) parts() float64 {
+	return c.Publisher + c.Consumers + c.Broker + c.Postgres + c.Bench
 }
 
 // other is the machine's busy time not accounted to the measured parts.
 func (c CPUSeconds) other() float64 {
-	return c.MachineBusy - c.Publisher - c.Consumers - c.Broker - c.Postgres - c.Bench
+	return c.MachineBusy - c.parts()
+}
+
+// msPer is the measured parts' CPU milliseconds per item of a run of n items (0 without).
+func (c CPUSeconds) msPer(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return 1000 * c.parts() / float64(n)
 }
 
 // noise is the share of the machine's CPU that other processes used during the measurements:

@@ -231,5 +231,13 @@ type Pair struct {
 	Raw      float64 `json:"raw_batched"`
 	// RawAckPerBatch is the batched raw loop with one ack per batch, as the consumer acks.
 	RawAckPerBatch float64 `json:"raw_batched_ack_per_batch"`
-	Error          string  `json:"error,omitempty"`
+	// The CPU of the three runs and the CPU milliseconds per handeling of their measured
+	// parts: these do not drift with the machine's speed as the rates do.
+	PipelineCPU         CPUSeconds `json:"pipeline_cpu_seconds"`
+	RawCPU              CPUSeconds `json:"raw_batched_cpu_seconds"`
+	RawAckPerBatchCPU   CPUSeconds `json:"raw_batched_ack_per_batch_cpu_seconds"`
+	PipelineCPUms       float64    `json:"pipeline_cpu_ms_per_handeling"`
+	RawCPUms            float64    `json:"raw_batched_cpu_ms_per_item"`
+	RawAckPerBatchCPUms float64    `json:"raw_batched_ack_per_batch_cpu_ms_per_item"`
+	Error               string     `json:"error,omitempty"`
 }
