@@ -317,9 +317,9 @@ func markdown(r *Results) string {
 		w("The pipeline with %d mutatielevering (as in *Throughput*), then at once the batched raw ceiling at %d goroutines ", r.Ratios.At, r.Ratios.RawGoroutines)
 		w("(as in *References*: one ack per item, as the issue defines it, and then with one ack per batch), %d times. The machine's speed drifts during a run (other tenants; see *Where the CPU goes*); ", len(r.Pairs))
 		w("measured in turn, drift moves both sides of the ratio alike. The headline ratios use the medians. ")
-		w("*CPU ms* is the CPU time of the measured parts (service processes, broker, PostgreSQL, bench) per handeling or item: ")
-		w("it does not depend on how fast the machine was at the time, so its inverse ratio (raw CPU / pipeline CPU) shows what the ")
-		w("throughput ratio would be on a machine both kept equally busy.\n\n")
+		w("*CPU ms* is the CPU time of the measured parts (service processes, broker, PostgreSQL, bench) per handeling or item; ")
+		w("raw CPU / pipeline CPU is what the throughput ratio would be if both kept the machine equally busy. It drifts with the ")
+		w("machine too (a CPU second buys less work on a busy host), but it shows which side a change saves on.\n\n")
 		w("| pair | pipeline handelingen/s | raw batched /s | ratio | raw batched, one ack per batch /s | ratio | CPU ms pipeline / raw batched / raw one ack per batch | raw CPU / pipeline CPU |\n|---:|---:|---:|---:|---:|---:|---|---:|\n")
 		for i, p := range r.Pairs {
 			if p.Error != "" {

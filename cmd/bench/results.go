@@ -232,7 +232,7 @@ type Pair struct {
 	// RawAckPerBatch is the batched raw loop with one ack per batch, as the consumer acks.
 	RawAckPerBatch float64 `json:"raw_batched_ack_per_batch"`
 	// The CPU of the three runs and the CPU milliseconds per handeling of their measured
-	// parts: these do not drift with the machine's speed as the rates do.
+	// parts, which show which side a change saves on.
 	PipelineCPU         CPUSeconds `json:"pipeline_cpu_seconds"`
 	RawCPU              CPUSeconds `json:"raw_batched_cpu_seconds"`
 	RawAckPerBatchCPU   CPUSeconds `json:"raw_batched_ack_per_batch_cpu_seconds"`
