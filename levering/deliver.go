@@ -67,6 +67,9 @@ const foutGeenPersonen = "handeling heeft geen bijgehouden personen"
 // deliverSQL, then the delivered ones to the verzending queue in one broker transaction
 // confirmed by a receipt, and only then commit.
 func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) (map[int64]outcome, error) {
+	// Its generic plan (primary-key probes) is the right plan for every batch. An error is the
+	// database being away, which BeginTxx reports.
+	_ = c.stmts.Prepare(ctx, deliverSQL)
 	tx, err := c.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -78,11 +81,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 		res[id] = unknown
 	}
 	found := make(map[int64]*Verzending, len(ids))
-	stmt, err := c.deliverStmt(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, pq.Array(ids), foutGeenPersonen)
+	rows, err := c.stmts.In(tx.Tx).QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen)
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
@@ -146,17 +145,3 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 	return res, nil
 }
 
-// deliverStmt returns deliverSQL prepared; database/sql prepares it again on each connection
-// that runs it. Its generic plan (primary-key probes) is the right plan for every batch.
-func (c *Consumer) deliverStmt(ctx context.Context) (*sql.Stmt, error) {
-	c.stmtMu.Lock()
-	defer c.stmtMu.Unlock()
-	if c.stmt == nil {
-		stmt, err := c.db.PrepareContext(ctx, deliverSQL)
-		if err != nil {
-			return nil, fmt.Errorf("prepare deliver: %w", err)
-		}
-		c.stmt = stmt
-	}
-	return c.stmt, nil
-}

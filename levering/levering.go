@@ -7,7 +7,6 @@ package levering
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/prepared"
 )
 
 // Config configures a Consumer. Zero fields take the documented defaults.
@@ -122,8 +122,7 @@ type Consumer struct {
 	processing                          prometheus.Histogram
 	reconnects                          *prometheus.CounterVec
 
-	stmtMu sync.Mutex
-	stmt   *sql.Stmt // deliverSQL, prepared once instead of planned for every batch
+	stmts *prepared.Cache // deliverSQL
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
@@ -132,7 +131,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, db: db, log: log}
+	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB)}
 	c.register(cfg.Registerer)
 	return c, nil
 }
@@ -208,12 +207,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-	c.stmtMu.Lock()
-	if c.stmt != nil {
-		_ = c.stmt.Close()
-		c.stmt = nil
-	}
-	c.stmtMu.Unlock()
+	_ = c.stmts.Close()
 	c.log.Info("consumer stopped")
 	return nil
 }

@@ -2,6 +2,7 @@ package publicatie
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -76,10 +77,8 @@ func (l *lease) acquire(ctx context.Context) (int64, error) {
 }
 
 // renew records polling activity; false means the lease is no longer ours.
-func (l *lease) renew(ctx context.Context, q sqlx.ExtContext, epoch int64) (bool, error) {
-	res, err := q.ExecContext(ctx, `
-		update publicatie_lease set heartbeat = now()
-		where cluster = $1 and holder = $2 and epoch = $3`, l.cluster, l.holder, epoch)
+func (l *lease) renew(ctx context.Context, q execer, epoch int64) (bool, error) {
+	res, err := q.ExecContext(ctx, renewSQL, l.cluster, l.holder, epoch)
 	if err != nil {
 		return false, fmt.Errorf("lease: renew: %w", err)
 	}
@@ -88,6 +87,15 @@ func (l *lease) renew(ctx context.Context, q sqlx.ExtContext, epoch int64) (bool
 		return false, fmt.Errorf("lease: renew: %w", err)
 	}
 	return n == 1, nil
+}
+
+const renewSQL = `
+		update publicatie_lease set heartbeat = now()
+		where cluster = $1 and holder = $2 and epoch = $3`
+
+// execer runs a statement: the pool, a transaction, or a prepared.Cache or prepared.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // release hands the lease over at once (clean shutdown): a follower need not wait wartezeit.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/prepared"
 )
 
 // errDatabase marks round failures of the database (the rest are the broker's).
@@ -47,6 +49,7 @@ type Publisher struct {
 	epoch  atomic.Int64 // current lease epoch; 0 while follower
 	conn   *broker.Conn
 	rounds atomic.Int64
+	stmts  *prepared.Cache // roundSQL
 }
 
 // New validates cfg and returns a Publisher; call Run to start it.
@@ -62,6 +65,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 		lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
 		wake:  make(chan struct{}, 1),
 		m:     newMetrics(cfg.Registerer),
+		stmts: prepared.New(db.DB),
 	}, nil
 }
 
@@ -273,6 +277,7 @@ func (p *Publisher) loseLease(epoch int64) bool {
 }
 
 func (p *Publisher) shutdown() {
+	defer p.stmts.Close() //nolint:errcheck // closing prepared statements on the way out
 	if p.conn != nil {
 		p.conn.Disconnect()
 		p.conn = nil
@@ -301,8 +306,11 @@ type publication struct {
 // still ours, commit.
 func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more bool, err error) {
 	start := time.Now()
+	// An error here is the database being away: BeginTx reports it below, and what did not
+	// get prepared runs unprepared.
+	_ = p.stmts.Prepare(ctx, roundSQL...)
 	if epoch > 0 {
-		if ok, err := p.lease.renew(ctx, p.db, epoch); err != nil {
+		if ok, err := p.lease.renew(ctx, p.stmts, epoch); err != nil {
 			return 0, false, dbErr(err)
 		} else if !ok {
 			return 0, false, ErrLostLease
@@ -313,20 +321,21 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		return 0, false, dbErr(fmt.Errorf("begin round: %w", err))
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	q := p.stmts.In(tx.Tx)
 	// A leader frozen inside a round must not hold its row locks forever: the database ends
 	// the session, and with it the round, after wartezeit.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`set local idle_in_transaction_session_timeout = %d`, p.cfg.Wartezeit.Milliseconds())); err != nil {
+	if _, err := q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.Wartezeit.Milliseconds(), 10)); err != nil {
 		return 0, false, dbErr(err)
 	}
-	horizon, err := readHorizon(ctx, tx)
+	horizon, err := readHorizon(ctx, q)
 	if err != nil {
 		return 0, false, dbErr(err)
 	}
-	inLevering, err := countInLevering(ctx, tx)
+	inLevering, err := countInLevering(ctx, q)
 	if err != nil {
 		return 0, false, dbErr(err)
 	}
-	stale, err := readStale(ctx, tx, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering)
+	stale, err := readStale(ctx, q, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering)
 	if err != nil {
 		return 0, false, dbErr(err)
 	}
@@ -342,11 +351,11 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	if len(keep) == 0 && len(stale) == 0 {
 		return 0, false, nil
 	}
-	republished, err := touchStale(ctx, tx, ids(stale))
+	republished, err := touchStale(ctx, q, ids(stale))
 	if err != nil {
 		return 0, false, dbErr(err)
 	}
-	marked, err := markInLevering(ctx, tx, ids(keep))
+	marked, err := markInLevering(ctx, q, ids(keep))
 	if err != nil {
 		return 0, false, dbErr(err)
 	}
@@ -386,7 +395,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	// The fence: commit only while the lease is still ours. The row lock taken here makes a
 	// takeover wait until this commit, so no two epochs ever commit rounds at the same time.
 	if epoch > 0 {
-		if ok, err := p.lease.renew(ctx, tx, epoch); err != nil {
+		if ok, err := p.lease.renew(ctx, q, epoch); err != nil {
 			return 0, false, dbErr(err)
 		} else if !ok {
 			return 0, false, ErrLostLease

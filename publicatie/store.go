@@ -18,18 +18,34 @@ import (
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
-func readHorizon(ctx context.Context, tx *sqlx.Tx) (time.Time, error) {
+func readHorizon(ctx context.Context, q querier) (time.Time, error) {
 	var h time.Time
-	err := tx.GetContext(ctx, &h, `
-		select least(clock_timestamp(), (
-			select min(xact_start) from pg_stat_activity
-			where datname = current_database() and pid <> pg_backend_pid()
-			  and backend_type = 'client backend' and xact_start is not null))`)
-	if err != nil {
+	if err := q.QueryRowContext(ctx, horizonSQL).Scan(&h); err != nil {
 		return h, fmt.Errorf("read horizon: %w", err)
 	}
 	return h, nil
 }
+
+const horizonSQL = `
+		select least(clock_timestamp(), (
+			select min(xact_start) from pg_stat_activity
+			where datname = current_database() and pid <> pg_backend_pid()
+			  and backend_type = 'client backend' and xact_start is not null))`
+
+// querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// roundSQL are the statements of a round that run prepared (see package prepared). Not
+// selectionSQL: with the default exclusion only its custom plan can use
+// admhnd_te_leveren_zonder_iv_idx, and a generic plan was measured to sort every candidate.
+var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, touchStaleSQL, markSQL}
+
+// roundTimeoutSQL sets the transaction's idle_in_transaction_session_timeout ($1, in ms).
+const roundTimeoutSQL = `select set_config('idle_in_transaction_session_timeout', $1, true)`
 
 // readSelection returns, from one snapshot, up to limit handelingen still to be delivered
 // (statuslev NULL, soort not excluded, registered before horizon), oldest tsreg first, ties by
@@ -102,8 +118,11 @@ const selectionSQL = `
 
 // readStale returns up to limit handelingen that have been in levering for longer than
 // timeout: their message was lost or dead-lettered, so they are published again.
-func readStale(ctx context.Context, tx *sqlx.Tx, timeout time.Duration, limit int) ([]Candidate, error) {
-	return readHandelingen(ctx, tx, `
+func readStale(ctx context.Context, q querier, timeout time.Duration, limit int) ([]Candidate, error) {
+	return readHandelingen(ctx, q, staleSQL, timeout.Seconds(), limit)
+}
+
+const staleSQL = `
 		with c as (
 			select id, tsreg from admhnd
 			where statuslev = 'in_levering' and coalesce(tspub, '-infinity') < now() - make_interval(secs => $1)
@@ -112,12 +131,11 @@ func readStale(ctx context.Context, tx *sqlx.Tx, timeout time.Duration, limit in
 		)
 		select c.id, p.persoon_id
 		from c left join admhnd_persoon p on p.admhnd_id = c.id
-		order by c.tsreg, c.id, p.persoon_id`, timeout.Seconds(), limit)
-}
+		order by c.tsreg, c.id, p.persoon_id`
 
 // readHandelingen runs a query of (id, persoon_id) rows ordered by handeling and groups them.
-func readHandelingen(ctx context.Context, tx *sqlx.Tx, query string, args ...any) ([]Candidate, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+func readHandelingen(ctx context.Context, q querier, query string, args ...any) ([]Candidate, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read handelingen: %w", err)
 	}
@@ -138,13 +156,15 @@ func readHandelingen(ctx context.Context, tx *sqlx.Tx, query string, args ...any
 }
 
 // countInLevering counts the handelingen in flight.
-func countInLevering(ctx context.Context, tx *sqlx.Tx) (int, error) {
+func countInLevering(ctx context.Context, q querier) (int, error) {
 	var n int
-	if err := tx.GetContext(ctx, &n, `select count(*) from admhnd where statuslev = 'in_levering'`); err != nil {
+	if err := q.QueryRowContext(ctx, countInLeveringSQL).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count in_levering: %w", err)
 	}
 	return n, nil
 }
+
+const countInLeveringSQL = `select count(*) from admhnd where statuslev = 'in_levering'`
 
 // addRow adds one (handeling, person) row of a query ordered by handeling.
 func addRow(cs []Candidate, id int64, persoon sql.NullInt64) []Candidate {
@@ -160,25 +180,32 @@ func addRow(cs []Candidate, id int64, persoon sql.NullInt64) []Candidate {
 
 // touchStale records that the given in_levering handelingen are published again now and
 // returns those still in levering.
-func touchStale(ctx context.Context, tx *sqlx.Tx, ids []int64) (map[int64]bool, error) {
-	return returningIDs(ctx, tx, `
+func touchStale(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
+	return returningIDs(ctx, q, touchStaleSQL, ids)
+}
+
+const touchStaleSQL = `
 		update admhnd set tspub = now()
 		where id = any($1) and statuslev = 'in_levering'
-		returning id`, ids)
-}
+		returning id`
 
 // markInLevering sets the given handelingen in_levering where they are still NULL and returns
 // the ids it changed. A handeling a consumer already finished (a copy from a round whose
 // database commit failed) is not touched and must not be sent again.
-func markInLevering(ctx context.Context, tx *sqlx.Tx, ids []int64) (map[int64]bool, error) {
-	return returningIDs(ctx, tx, `
-		update admhnd set statuslev = 'in_levering', tspub = now()
-		where id = any($1) and statuslev is null
-		returning id`, ids)
+func markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
+	return returningIDs(ctx, q, markSQL, ids)
 }
 
-func returningIDs(ctx context.Context, tx *sqlx.Tx, query string, ids []int64) (map[int64]bool, error) {
-	rows, err := tx.QueryContext(ctx, query, pq.Array(ids))
+const markSQL = `
+		update admhnd set statuslev = 'in_levering', tspub = now()
+		where id = any($1) and statuslev is null
+		returning id`
+
+func returningIDs(ctx context.Context, q querier, query string, ids []int64) (map[int64]bool, error) {
+	if len(ids) == 0 {
+		return map[int64]bool{}, nil
+	}
+	rows, err := q.QueryContext(ctx, query, pq.Array(ids))
 	if err != nil {
 		return nil, fmt.Errorf("update statuses: %w", err)
 	}
