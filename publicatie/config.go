@@ -78,8 +78,12 @@ var ErrConfig = errors.New("publicatie: invalid config")
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
 const MinWartezeit = 10 * time.Second
 
+// InitieleVulling is the soort of an initial load: excluded by default, and left out of the
+// selection's index (schema migration 0006).
+const InitieleVulling = "GBA_INITIELE_VULLING"
+
 // DefaultExcluded are the soorten excluded when Config.Excluded is nil.
-var DefaultExcluded = []string{"GBA_INITIELE_VULLING"}
+var DefaultExcluded = []string{InitieleVulling}
 
 func (c *Config) setDefaults() {
 	if c.Delay == 0 {

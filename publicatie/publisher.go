@@ -343,7 +343,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	var candidates, keep []Candidate
 	if budget > 0 {
 		var blocked map[int64]struct{}
-		if candidates, blocked, err = readSelection(ctx, tx, p.cfg.Excluded, window(p.cfg.Limit, budget), horizon, p.cfg.FoutPolicy); err != nil {
+		if candidates, blocked, err = readSelection(ctx, q, p.cfg.Excluded, window(p.cfg.Limit, budget), horizon, p.cfg.FoutPolicy); err != nil {
 			return 0, false, dbErr(err)
 		}
 		keep = Select(candidates, blocked, budget)

@@ -292,12 +292,31 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	}
 	e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 30))
 	wantIDs(t, "round", e.round(), 1, 3)
-	var plan []string
-	if err := e.db.Select(&plan, `explain `+selectionSQL,
-		pq.Array(DefaultExcluded), 5000, time.Now(), true); err != nil {
+	ctx := context.Background()
+	usesIndex := func(name string, plan []string) {
+		t.Helper()
+		if !strings.Contains(strings.Join(plan, "\n"), "admhnd_te_leveren_zonder_iv_idx") {
+			t.Fatalf("%s does not use the index without the initial load:\n%s", name, strings.Join(plan, "\n"))
+		}
+	}
+	// The default exclusion runs prepared: also its generic plan must use the index.
+	conn, err := e.db.Connx(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(plan, "\n"), "admhnd_te_leveren_zonder_iv_idx") {
-		t.Fatalf("selection does not use the index without the initial load:\n%s", strings.Join(plan, "\n"))
+	defer conn.Close()
+	var plan []string
+	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+selectionDefaultSQL); err != nil {
+		t.Fatal(err)
 	}
+	if err := conn.SelectContext(ctx, &plan, `explain execute sel(5000, now(), true)`); err != nil {
+		t.Fatal(err)
+	}
+	usesIndex("the default selection's generic plan", plan)
+	// Another list that excludes the initial load: planned with its values on every call.
+	plan = nil
+	if err := e.db.Select(&plan, `explain `+selectionSQL, 5000, time.Now(), true, pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})); err != nil {
+		t.Fatal(err)
+	}
+	usesIndex("the selection for another list", plan)
 }

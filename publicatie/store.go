@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -39,10 +38,9 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// roundSQL are the statements of a round that run prepared (see package prepared). Not
-// selectionSQL: with the default exclusion only its custom plan can use
-// admhnd_te_leveren_zonder_iv_idx, and a generic plan was measured to sort every candidate.
-var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, touchStaleSQL, markSQL}
+// roundSQL are the statements of a round that run prepared (see package prepared); not
+// selectionSQL, whose plan depends on its exclusion list.
+var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, selectionDefaultSQL, touchStaleSQL, markSQL}
 
 // roundTimeoutSQL sets the transaction's idle_in_transaction_session_timeout ($1, in ms).
 const roundTimeoutSQL = `select set_config('idle_in_transaction_session_timeout', $1, true)`
@@ -57,8 +55,12 @@ const roundTimeoutSQL = `select set_config('idle_in_transaction_session_timeout'
 // One statement, because two would see two snapshots: an operator's retry (fout back to NULL)
 // committing between them would hide the retried handeling both as a candidate and as a
 // blocker, and its person's next handeling would overtake it.
-func readSelection(ctx context.Context, tx *sqlx.Tx, excluded []string, limit int, horizon time.Time, policy FoutPolicy) ([]Candidate, map[int64]struct{}, error) {
-	rows, err := tx.QueryContext(ctx, selectionSQL, pq.Array(excluded), limit, horizon, policy == Strict)
+func readSelection(ctx context.Context, q querier, excluded []string, limit int, horizon time.Time, policy FoutPolicy) ([]Candidate, map[int64]struct{}, error) {
+	query, args := selectionSQL, []any{limit, horizon, policy == Strict, pq.Array(excluded)}
+	if len(excluded) == 1 && excluded[0] == InitieleVulling {
+		query, args = selectionDefaultSQL, args[:3]
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read selection: %w", err)
 	}
@@ -85,21 +87,29 @@ func readSelection(ctx context.Context, tx *sqlx.Tx, excluded []string, limit in
 	return cands, blocked, nil
 }
 
-// selectionSQL is readSelection's query. lib/pq plans each execution with its parameters, so
-// with the default exclusion the planner proves that admhnd_te_leveren_zonder_iv_idx applies
-// and a large excluded initial load costs the rounds nothing.
+// selectionSQL is readSelection's query for any exclusion list ($4). It is not prepared
+// (roundSQL): lib/pq has it planned with its parameters on every call, so the planner can
+// prove from the list whether admhnd_te_leveren_zonder_iv_idx applies.
 //
 // The persons are read per handeling through lateral subqueries that the planner cannot flatten
 // (offset 0): one index probe per candidate and per handeling in levering, whatever the
 // statistics say. Left to itself, the planner hashes all of admhnd_persoon while the table is
 // small (measured: twice the time of the probes at 30,000 rows). Only blocked persons that
 // are also candidates' persons are returned; the walk looks at no others.
-const selectionSQL = `
+var selectionSQL = fmt.Sprintf(selectionTemplate, "soort <> all($4::text[])")
+
+// selectionDefaultSQL is selectionSQL for the default exclusion, with that soort written in:
+// the index's own predicate, so that also the generic plan of the prepared statement uses
+// the index (with soort <> all($4) it sorted every candidate instead: measured). It is a
+// constant of this package, never input.
+var selectionDefaultSQL = fmt.Sprintf(selectionTemplate, "soort <> '"+InitieleVulling+"'")
+
+const selectionTemplate = `
 		with c as (
 			select id, tsreg from admhnd
-			where statuslev is null and soort <> all($1::text[]) and tsreg < $3
+			where statuslev is null and %s and tsreg < $2
 			order by tsreg, id
-			limit $2
+			limit $1
 		), cp as materialized (
 			select c.id, c.tsreg, p.persoon_id
 			from c left join lateral (
@@ -108,7 +118,7 @@ const selectionSQL = `
 			select p.persoon_id
 			from admhnd a cross join lateral (
 				select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p
-			where a.statuslev = 'in_levering' or ($4 and a.statuslev = 'fout' and a.vrijgegeven is null)
+			where a.statuslev = 'in_levering' or ($3 and a.statuslev = 'fout' and a.vrijgegeven is null)
 		)
 		select false as blocker, id, tsreg, persoon_id from cp
 		union all
