@@ -288,11 +288,24 @@ pg_start() {
     fi
     pg_prepare
     log "postgres: starting on 127.0.0.1:$PG_PORT (log: $PG_LOG)"
-    if ! as_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t "$PG_WAIT_SECONDS" -s \
-        </dev/null >/dev/null 2>&1 9>&-; then
+    # The port lies in Linux's ephemeral range (32768-60999): a closed outgoing connection
+    # that happened to use it as its local port holds it in TIME_WAIT for up to 60 s, and
+    # postgres cannot bind it meanwhile. Wait that out instead of failing.
+    local deadline=$((SECONDS + 75)) from
+    while :; do
+      from=$(stat -c %s "$PG_LOG" 2>/dev/null || echo 0)
+      if as_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t "$PG_WAIT_SECONDS" -s \
+          </dev/null >/dev/null 2>&1 9>&-; then
+        break
+      fi
+      if ((SECONDS < deadline)) && tail -c +"$((from + 1))" "$PG_LOG" 2>/dev/null | grep -q 'Address already in use'; then
+        log "postgres: port $PG_PORT is still held by a closed connection (TIME_WAIT); retrying"
+        sleep 2
+        continue
+      fi
       show_tail "$PG_LOG"
       die "postgres did not start"
-    fi
+    done
   fi
   pg_wait_ready
   pg_ensure_db
