@@ -49,14 +49,21 @@ func newWorldBroker(t *testing.T, b broker.Config, spec load.Spec) *world {
 
 func makeWorld(t *testing.T, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
 	t.Helper()
+	w := makeEmptyWorld(t, svc, b, spec)
+	if err := load.Insert(context.Background(), w.db, w.hs); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// makeEmptyWorld is makeWorld without inserting the workload w.hs.
+func makeEmptyWorld(t *testing.T, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
+	t.Helper()
 	w := &world{svc: svc, broker: b, q: brptest.NewQueues(t), hs: load.Generate(spec)}
 	if svc != nil {
 		w.db, w.dbURL = brptest.DBOn(t, svc.DatabaseURL())
 	} else {
 		w.db, w.dbURL = brptest.DB(t)
-	}
-	if err := load.Insert(context.Background(), w.db, w.hs); err != nil {
-		t.Fatal(err)
 	}
 	w.verzending = brptest.ReadFrom(t, w.broker, w.q.Verzending)
 	return w
