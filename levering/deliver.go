@@ -144,4 +144,3 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 	}
 	return res, nil
 }
-
