@@ -67,8 +67,8 @@ const foutGeenPersonen = "handeling heeft geen bijgehouden personen"
 // deliverSQL, then the delivered ones to the verzending queue in one broker transaction
 // confirmed by a receipt, and only then commit.
 func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) (map[int64]outcome, error) {
-	// Its generic plan (primary-key probes) is the right plan for every batch. An error is the
-	// database being away, which BeginTxx reports.
+	// deliverSQL runs prepared: its generic plan (primary-key probes) is the right plan for
+	// every batch. An error is the database being away, which BeginTxx reports.
 	_ = c.stmts.Prepare(ctx, deliverSQL)
 	tx, err := c.db.BeginTxx(ctx, nil)
 	if err != nil {
