@@ -326,11 +326,9 @@ func markdown(r *Results) string {
 				w("| %d | error: %s | | | | | | |\n", i+1, oneLine(p.Error))
 				continue
 			}
-			cpu := ""
+			cpu := " | " // results from before the CPU was recorded
 			if p.PipelineCPUms > 0 {
 				cpu = fmt.Sprintf("%.3f / %.3f / %.3f | %.2f", p.PipelineCPUms, p.RawCPUms, p.RawAckPerBatchCPUms, p.RawCPUms/p.PipelineCPUms)
-			} else {
-				cpu = " | "
 			}
 			w("| %d | %s | %s | %.2f | %s | %.2f | %s |\n", i+1, f0(p.Pipeline), f0(p.Raw), p.Pipeline/p.Raw, f0(p.RawAckPerBatch), p.Pipeline/p.RawAckPerBatch, cpu)
 		}
