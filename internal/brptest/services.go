@@ -2,6 +2,7 @@ package brptest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,13 +34,56 @@ func repoDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// freePort returns a loopback port that is free now, below Linux's ephemeral range when it
+// can. A port from that range, free when picked, can become the local port of any outgoing
+// connection (or sit in its TIME_WAIT) before the service binds it: ActiveMQ once exited
+// during startup in TestDatabaseRestartedMidRun. A port is not handed out twice per process.
 func freePort(t testing.TB) int {
+	t.Helper()
+	portMu.Lock()
+	defer portMu.Unlock()
+	if lo := ephemeralLow(); lo > minPort+1000 {
+		for range 1000 {
+			p := minPort + rand.IntN(lo-minPort)
+			if portsOut[p] {
+				continue
+			}
+			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				l.Close()
+				portsOut[p] = true
+				return p
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// minPort is the lowest port freePort picks: above the well-known services' ports.
+const minPort = 20000
+
+var (
+	portMu   sync.Mutex
+	portsOut = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the ephemeral range (Linux: ip_local_port_range), or 0
+// where that is not known.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	lo, _ := strconv.Atoi(f[0])
+	return lo
 }
 
 // PrivateServices starts a PostgreSQL and an ActiveMQ on free loopback ports, with data in a
