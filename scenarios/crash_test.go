@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,19 +209,39 @@ func TestBrokerRestartedMidRun(t *testing.T) {
 	}
 }
 
+// TestDatabaseRestartedMidRun takes PostgreSQL away while every consumer holds published work,
+// whatever the machine's speed: the consumers are paused (SIGSTOP) until publications wait for
+// them, the database stops, and the consumers resume into the outage. It comes back only after
+// a consumer and the publisher said they lost it.
 func TestDatabaseRestartedMidRun(t *testing.T) {
 	t.Parallel()
 	svc := brptest.PrivateServices(t)
 	w, pub, consumers := pipelineMidRun(t, svc, 12)
-	svc.RestartDB()
-	w.verify(t)
-	logged := slices.ContainsFunc(consumers, func(c *brptest.Proc) bool {
-		return len(c.Lines("database unavailable, retrying")) > 0
+	for _, c := range consumers {
+		c.Signal(syscall.SIGSTOP)
+	}
+	brptest.Eventually(t, time.Minute, func() error {
+		if n := brptest.Statuses(t, w.db)["in_levering"]; n == 0 {
+			return errorf("no publication waits for the paused consumers")
+		}
+		return nil
 	})
-	if !logged {
-		t.Fatal("no consumer logged that the database was unavailable")
+	svc.StopDB()
+	for _, c := range consumers {
+		c.Signal(syscall.SIGCONT)
 	}
-	if len(pub.Lines("publication round failed, retrying")) == 0 && len(pub.Lines("notification listener lost the database, reconnecting")) == 0 {
-		t.Fatal("the publisher did not log losing the database")
-	}
+	brptest.Eventually(t, time.Minute, func() error {
+		if !slices.ContainsFunc(consumers, func(c *brptest.Proc) bool {
+			return len(c.Lines("database unavailable, retrying")) > 0
+		}) {
+			return errorf("no consumer logged that the database is unavailable")
+		}
+		if len(pub.Lines("publication round failed, retrying")) == 0 &&
+			len(pub.Lines("notification listener lost the database, reconnecting")) == 0 {
+			return errorf("the publisher did not log losing the database")
+		}
+		return nil
+	})
+	svc.StartDB()
+	w.verify(t)
 }

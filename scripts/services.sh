@@ -7,6 +7,7 @@
 #   scripts/services.sh status          print whether each runs (exit 0 only if both are ready)
 #   scripts/services.sh env             print export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh restart-db      stop and start PostgreSQL only (data kept)
+#   scripts/services.sh stop-db         stop PostgreSQL only (up starts it again)
 #   scripts/services.sh restart-broker  stop and start ActiveMQ only (data kept)
 #   scripts/services.sh up-rabbitmq     optional second STOMP broker: install, start RabbitMQ
 #   scripts/services.sh down-rabbitmq   stop RabbitMQ (and its epmd)
@@ -694,7 +695,7 @@ cmd_env() {
 }
 
 usage() {
-  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 }
 
 main() {
@@ -719,6 +720,11 @@ main() {
       ensure_installed pg
       pg_stop
       pg_start
+      ;;
+    stop-db)
+      take_lock
+      ensure_installed pg
+      pg_stop
       ;;
     restart-broker)
       take_lock

@@ -84,12 +84,24 @@ func (p *Proc) add(line string) {
 	}
 }
 
+// dump logs the process's last lines above debug level, plus its last debug line: debug lines
+// (one per delivered handeling, one per round) would push the failure out of a CI log's tail.
 func (p *Proc) dump() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.raw)
-	from := max(0, n-40)
-	p.t.Logf("last %d log lines of %s:\n%s", n-from, p.Name, strings.Join(p.raw[from:], "\n"))
+	var kept []string
+	debug, lastDebug := 0, ""
+	for _, l := range p.raw {
+		if strings.Contains(l, `"level":"DEBUG"`) {
+			debug++
+			lastDebug = l
+			continue
+		}
+		kept = append(kept, l)
+	}
+	from := max(0, len(kept)-30)
+	p.t.Logf("%s: last %d of %d lines above debug level (%d debug lines left out, the last one: %s):\n%s",
+		p.Name, len(kept)-from, len(kept), debug, lastDebug, strings.Join(kept[from:], "\n"))
 }
 
 // Lines returns the log lines whose msg is msg, each with "_at" (when the test read it).

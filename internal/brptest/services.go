@@ -178,8 +178,12 @@ func (s *Services) StopBroker() {
 // StartBroker starts the private ActiveMQ again (services.sh up leaves PostgreSQL alone).
 func (s *Services) StartBroker() { s.run("up") }
 
-// RestartDB stops and starts the private PostgreSQL, keeping its data.
-func (s *Services) RestartDB() { s.run("restart-db") }
+// StopDB stops the private PostgreSQL (fast shutdown: sessions are ended); StartDB brings it
+// back with its data.
+func (s *Services) StopDB() { s.run("stop-db") }
+
+// StartDB starts the private PostgreSQL again (services.sh up leaves a running broker alone).
+func (s *Services) StartDB() { s.run("up") }
 
 // Env is the environment for processes on the private services (see Env).
 func (s *Services) Env(dbURL string, q Queues, extra ...string) []string {
