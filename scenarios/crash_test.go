@@ -209,7 +209,7 @@ func TestBrokerRestartedMidRun(t *testing.T) {
 	}
 }
 
-// TestDatabaseRestartedMidRun takes PostgreSQL away while every consumer holds published work,
+// TestDatabaseRestartedMidRun takes PostgreSQL away while consumers hold published work,
 // whatever the machine's speed: the consumers are paused (SIGSTOP) until publications wait for
 // them, the database stops, and the consumers resume into the outage. It comes back only after
 // a consumer and the publisher said they lost it.
