@@ -186,12 +186,7 @@ func pipelineMidRun(t *testing.T, svc *brptest.Services, seed uint64) (*world, *
 	for i := range 3 {
 		consumers = append(consumers, w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), brptest.Build(t, "cmd/mutatielevering")))
 	}
-	brptest.Eventually(t, time.Minute, func() error {
-		if d := w.delivered(t); d < 500 {
-			return fmt.Errorf("%d delivered", d)
-		}
-		return nil
-	})
+	w.waitDelivered(t, 500)
 	return w, pub, consumers
 }
 

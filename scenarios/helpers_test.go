@@ -118,6 +118,17 @@ func (w *world) delivered(t *testing.T) int {
 	return brptest.Statuses(t, w.db)["geleverd"]
 }
 
+// waitDelivered waits (up to a minute) until at least n handelingen are geleverd.
+func (w *world) waitDelivered(t *testing.T, n int) {
+	t.Helper()
+	brptest.Eventually(t, time.Minute, func() error {
+		if d := w.delivered(t); d < n {
+			return errorf("%d delivered, waiting for %d", d, n)
+		}
+		return nil
+	})
+}
+
 // committedRounds counts a publisher's committed rounds that published something, by epoch.
 func committedRounds(p *brptest.Proc) map[int64]int {
 	out := map[int64]int{}

@@ -54,12 +54,7 @@ func TestLeaderKilledFollowerTakesOver(t *testing.T) {
 	// The consumers start only now, so that the leader dies while work flows but early in the
 	// run however fast this machine delivers.
 	w.consumers(t, 4, 2)
-	brptest.Eventually(t, time.Minute, func() error {
-		if d := w.delivered(t); d < 100 {
-			return errorf("%d delivered", d)
-		}
-		return nil
-	})
+	w.waitDelivered(t, 100)
 
 	a.Kill()
 	killed := time.Now()

@@ -128,12 +128,7 @@ func TestSigtermDuringRunExitsCleanlyAndLosesNothing(t *testing.T) {
 	pubBin, conBin := brptest.Build(t, "cmd/publicatie"), brptest.Build(t, "cmd/mutatielevering")
 	pub := w.publisherProc(t, "publicatie-1", pubBin)
 	con := w.consumerProc(t, "mutatielevering-1", conBin, "BRP_LEVERING_MUTATIELEVERING_PREFETCH=50")
-	brptest.Eventually(t, time.Minute, func() error {
-		if d := w.delivered(t); d < 300 {
-			return fmt.Errorf("%d delivered", d)
-		}
-		return nil
-	})
+	w.waitDelivered(t, 300)
 	const bound = 15 * time.Second
 	for _, p := range []*brptest.Proc{con, pub} {
 		p.Signal(syscall.SIGTERM)
