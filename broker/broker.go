@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
+
+	"github.com/brp/levering/internal/tcp"
 )
 
 // Config says how to reach the broker.
@@ -28,17 +30,27 @@ type Config struct {
 	Host string
 	// TLS, when non-nil, wraps the connection in TLS.
 	TLS *tls.Config
-	// HeartBeat is the STOMP heart-beat interval in both directions; 0 (the default) turns
-	// heart-beats off and relies on TCP keepalive, because ActiveMQ and go-stomp disagree on
-	// heart-beat timing.
+	// HeartBeat is the STOMP heart-beat interval promised in both directions: this side
+	// writes at least every HeartBeat/2 and drops a connection on which the broker sent
+	// nothing for 3 x HeartBeat; ActiveMQ and RabbitMQ drop a client that sent nothing for
+	// 3 x HeartBeat (measured; conformance_test.go). So either side notices a frozen or
+	// cut-off peer within 3 x HeartBeat. Zero takes DefaultHeartBeat; negative turns
+	// heart-beats off (then only TCP keepalive notices a dead peer, and a frozen one never).
 	HeartBeat time.Duration
-	// OpTimeout bounds every wait for the broker: dialling, a receipt, a commit. Default
-	// DefaultOpTimeout.
+	// OpTimeout bounds every wait for the broker: dialling, a receipt, a commit, a socket
+	// write. Default DefaultOpTimeout.
 	OpTimeout time.Duration
+	// TCPUserTimeout drops a connection whose data stays unacknowledged, or whose peer stays
+	// silent, for about this long (package tcp). Zero leaves the system defaults.
+	TCPUserTimeout time.Duration
 }
 
 // DefaultOpTimeout is Config.OpTimeout's default.
 const DefaultOpTimeout = 30 * time.Second
+
+// DefaultHeartBeat is Config.HeartBeat's default: a frozen consumer's publications go back to
+// the queue within 15 s.
+const DefaultHeartBeat = 5 * time.Second
 
 // ErrConfig is returned for an invalid Config.
 var ErrConfig = errors.New("broker: invalid config")
@@ -46,6 +58,9 @@ var ErrConfig = errors.New("broker: invalid config")
 func (c *Config) setDefaults() {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
+	}
+	if c.HeartBeat == 0 {
+		c.HeartBeat = DefaultHeartBeat
 	}
 }
 
@@ -56,8 +71,8 @@ func (c Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("%w: Addr %q: %v", ErrConfig, c.Addr, err)
 	}
-	if c.HeartBeat < 0 || c.OpTimeout < 0 {
-		return fmt.Errorf("%w: HeartBeat and OpTimeout must not be negative", ErrConfig)
+	if c.OpTimeout < 0 || c.TCPUserTimeout < 0 {
+		return fmt.Errorf("%w: OpTimeout and TCPUserTimeout must not be negative", ErrConfig)
 	}
 	return nil
 }
@@ -83,6 +98,11 @@ type Conn struct {
 	Server string
 	// Profile is what this broker needs done differently, chosen from Server.
 	Profile Profile
+	// HeartBeats says which heart-beats run on this connection, for logs: "5s both ways",
+	// "off", or "5s from this side only" for a broker that sends none.
+	HeartBeats string
+
+	serverSends bool // the broker's CONNECTED promised heart-beats
 }
 
 // Dial connects to the broker and completes the STOMP handshake within OpTimeout.
@@ -91,10 +111,32 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.HeartBeat < 0 {
+		return dial(ctx, cfg, 0, 0)
+	}
+	c, err := dial(ctx, cfg, cfg.HeartBeat, cfg.HeartBeat)
+	if err != nil || c.serverSends {
+		return c, err
+	}
+	// go-stomp would expect the heart-beats this broker said it does not send, and drop every
+	// quiet connection: ask for none.
+	c.Close()
+	return dial(ctx, cfg, cfg.HeartBeat, 0)
+}
+
+// dial connects with heart-beats sent every send and expected every recv (0: none).
+//
+// go-stomp reads the broker's heart-beats with a deadline of (interval + HeartBeatError) x
+// HeartBeatGracePeriodMultiplier and writes its own after interval - HeartBeatError without
+// other writes. ActiveMQ sends a heart-beat only when it has written nothing during a whole
+// check period, so two of its heart-beats can be two intervals apart (measured: 4 s apart at
+// 2,000 ms); go-stomp's defaults (+5 s, x1) then drop healthy connections at any interval
+// above 5 s, which is why heart-beats were off. An error of interval/2 and a multiplier of
+// 2 read for 3 intervals and write every half interval, which both brokers' checks accept.
+func dial(ctx context.Context, cfg Config, send, recv time.Duration) (*Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 	defer cancel()
-	d := net.Dialer{KeepAlive: 15 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	nc, err := tcp.Dialer(cfg.TCPUserTimeout).DialContext(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker: dial %s: %w", cfg.Addr, err)
 	}
@@ -109,13 +151,17 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		}
 		nc = tlsConn
 	}
+	var serverHeartBeat string
 	opts := []func(*stomp.Conn) error{
 		stomp.ConnOpt.AcceptVersion(stomp.V12),
-		stomp.ConnOpt.HeartBeat(cfg.HeartBeat, cfg.HeartBeat),
+		stomp.ConnOpt.HeartBeat(send, recv),
+		stomp.ConnOpt.HeartBeatError(send / 2),
+		stomp.ConnOpt.HeartBeatGracePeriodMultiplier(2),
 		stomp.ConnOpt.RcvReceiptTimeout(cfg.OpTimeout),
 		stomp.ConnOpt.MsgSendTimeout(cfg.OpTimeout),
 		stomp.ConnOpt.DisconnectReceiptTimeout(5 * time.Second),
 		stomp.ConnOpt.Logger(quietLogger{}),
+		stomp.ConnOpt.ResponseHeaders(func(h *frame.Header) { serverHeartBeat = h.Get(frame.HeartBeat) }),
 	}
 	if cfg.Login != "" || cfg.Passcode != "" {
 		opts = append(opts, stomp.ConnOpt.Login(cfg.Login, cfg.Passcode))
@@ -123,12 +169,23 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Host != "" {
 		opts = append(opts, stomp.ConnOpt.Host(cfg.Host))
 	}
-	sc, err := stomp.ConnectWithContext(ctx, &coalescingConn{Conn: nc}, opts...)
+	sc, err := stomp.ConnectWithContext(ctx, &coalescingConn{Conn: nc, wait: cfg.OpTimeout}, opts...)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("broker: stomp connect to %s: %w", cfg.Addr, err)
 	}
-	return &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server(), Profile: profileFor(sc.Server())}, nil
+	c := &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server(), Profile: profileFor(sc.Server())}
+	sx, _, _ := frame.ParseHeartBeat(serverHeartBeat)
+	c.serverSends = sx > 0
+	switch {
+	case send == 0:
+		c.HeartBeats = "off"
+	case recv == 0:
+		c.HeartBeats = send.String() + " from this side only (the broker sends none)"
+	default:
+		c.HeartBeats = send.String() + " both ways"
+	}
+	return c, nil
 }
 
 // Close drops the connection without waiting for the broker. Unacknowledged messages go back

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"strconv"
+	"time"
 )
 
 // coalescingConn writes the frames of a STOMP transaction to the socket in one write.
@@ -24,6 +25,9 @@ type coalescingConn struct {
 	net.Conn
 	held []byte
 	scan frameScanner
+	// wait bounds every socket write: go-stomp's one loop both writes and watches the
+	// heart-beats, so a write blocked on a peer that reads nothing would stop both.
+	wait time.Duration
 }
 
 // maxHeld bounds what is held back; a larger transaction is written in parts of this size.
@@ -34,6 +38,11 @@ func (c *coalescingConn) Write(p []byte) (int, error) {
 	if !urgent && len(c.held)+len(p) <= maxHeld {
 		c.held = append(c.held, p...)
 		return len(p), nil
+	}
+	if c.wait > 0 {
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(c.wait)); err != nil {
+			return 0, err
+		}
 	}
 	if len(c.held) == 0 {
 		return c.Conn.Write(p)
