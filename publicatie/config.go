@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lib/pq"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
@@ -40,7 +41,7 @@ type Config struct {
 	Queue string
 	// RedeliveryTimeout is how long a handeling may stay in_levering before the publisher puts
 	// it on the queue again (its message was lost or dead-lettered). Consumers absorb the
-	// duplicate if the first message was only slow. Default 5m.
+	// duplicate if the first message was only slow. Default DefaultRedeliveryTimeout.
 	RedeliveryTimeout time.Duration
 	// Excluded lists soorten that are never published and never block anyone.
 	// Nil means the default {GBA_INITIELE_VULLING}; an empty non-nil slice excludes nothing.
@@ -61,6 +62,9 @@ type Config struct {
 	// schema's notifications and runs a round at once when work appears or a handeling is
 	// delivered; Delay is then only the idle fallback. Empty: no wake-ups.
 	ListenURL string
+	// ListenDialer makes the LISTEN connection (dbsession.ListenerDialer); nil: TCP with the
+	// system's defaults.
+	ListenDialer pq.Dialer
 	// FixedDelay makes every round follow the previous one after Delay, as in the seed: no
 	// wake-ups and no immediate follow-up after a full round. For comparison only.
 	FixedDelay bool
@@ -74,6 +78,12 @@ type Config struct {
 
 // ErrConfig is wrapped by every Config validation error.
 var ErrConfig = errors.New("publicatie: invalid config")
+
+// DefaultRedeliveryTimeout is Config.RedeliveryTimeout's default. It is the last resort, for
+// publications the broker lost or dead-lettered: a consumer that froze or was cut off holding
+// one hands it back sooner, through the broker (3 x the STOMP heart-beat, 15 s by default) and
+// its batch timeout (30 s by default), so the republication does not race those.
+const DefaultRedeliveryTimeout = time.Minute
 
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
 const MinWartezeit = 10 * time.Second
@@ -99,7 +109,7 @@ func (c *Config) setDefaults() {
 		c.Queue = "/queue/brp.levering.admhndpublicatie"
 	}
 	if c.RedeliveryTimeout == 0 {
-		c.RedeliveryTimeout = 5 * time.Minute
+		c.RedeliveryTimeout = DefaultRedeliveryTimeout
 	}
 	if c.Excluded == nil {
 		c.Excluded = DefaultExcluded

@@ -18,6 +18,7 @@ type metrics struct {
 	rounds      *prometheus.CounterVec
 	roundTime   prometheus.Histogram
 	leader      prometheus.Gauge
+	yields      prometheus.Counter
 	reconnects  *prometheus.CounterVec
 }
 
@@ -33,11 +34,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Duration of publication rounds that published something.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "publicatie_leader",
 			Help: "1 while this process holds its cluster's lease (or runs standalone), else 0."}),
+		yields: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "lease_yields_total",
+			Help: "Times this process handed its lease over because its rounds made no progress for wartezeit."}),
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
 			Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.reconnects)
+		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects)
 	}
 	return m
 }

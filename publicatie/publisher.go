@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/prepared"
 )
 
@@ -50,7 +51,21 @@ type Publisher struct {
 	conn   *broker.Conn
 	rounds atomic.Int64
 	stmts  *prepared.Cache // roundSQL
+
+	// stalledSince is when this process's rounds stopped succeeding (unix ns): the start of
+	// the round in progress, or of the first of a run of failed rounds; 0 while they succeed
+	// or it waits between successful rounds. A leader stalled for longer than Wartezeit hands
+	// its lease over (keepLease): alive is not the same as making progress.
+	stalledSince atomic.Int64
+	lastError    atomic.Pointer[string]
+	// cooldownUntil (unix ns) keeps a leader that handed its lease over from taking it back
+	// at once, so that another instance gets the chance.
+	cooldownUntil atomic.Int64
+	cancelRound   atomic.Pointer[context.CancelCauseFunc]
 }
+
+// errStalled ends a round whose leader handed the lease over for lack of progress.
+var errStalled = errors.New("publicatie: no progress for wartezeit; lease handed over")
 
 // New validates cfg and returns a Publisher; call Run to start it.
 func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
@@ -176,7 +191,11 @@ const NotifyChannel = "brp_levering"
 // after a reconnect it delivers a nil notification, which also wakes the publisher, so
 // nothing missed during the gap waits longer than one round.
 func (p *Publisher) listen(ctx context.Context) {
-	l := pq.NewListener(p.cfg.ListenURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
+	d := p.cfg.ListenDialer
+	if d == nil {
+		d = dbsession.ListenerDialer(dbsession.Settings{})
+	}
+	l := pq.NewDialListener(d, p.cfg.ListenURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
 		switch ev {
 		case pq.ListenerEventConnectionAttemptFailed, pq.ListenerEventDisconnected:
 			p.log.Warn("notification listener lost the database, reconnecting", slog.Any("error", err))
@@ -188,6 +207,7 @@ func (p *Publisher) listen(ctx context.Context) {
 	if err := l.Listen(NotifyChannel); err != nil {
 		p.log.Warn("cannot listen for notifications; rounds run every delay", slog.Any("error", err))
 	}
+	var pinging atomic.Bool
 	for {
 		select {
 		case <-ctx.Done():
@@ -195,7 +215,11 @@ func (p *Publisher) listen(ctx context.Context) {
 		case <-l.Notify:
 			p.Wake()
 		case <-time.After(time.Minute):
-			go func() { _ = l.Ping() }()
+			// A ping finds a connection that died silently; one at a time, as a frozen server
+			// answers none of them.
+			if pinging.CompareAndSwap(false, true) {
+				go func() { defer pinging.Store(false); _ = l.Ping() }()
+			}
 		}
 	}
 }
@@ -210,21 +234,34 @@ func (p *Publisher) pollInterval() time.Duration {
 func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 	epoch := p.epoch.Load()
 	if !p.cfg.Standalone && epoch == 0 {
+		if time.Now().UnixNano() < p.cooldownUntil.Load() {
+			return false, nil
+		}
 		epoch, err = p.lease.acquire(ctx)
 		if err != nil || epoch == 0 {
 			return false, err
 		}
+		p.stalledSince.Store(0)
 		p.epoch.Store(epoch)
 		p.m.leader.Set(1)
 		p.log.Info("became leader", slog.Int64("epoch", epoch))
 	}
 	// A round that has begun may finish when shutdown starts (cutting it after the broker commit
 	// only costs a republication), for at most ShutdownGrace.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(ShutdownGrace, cancel) })
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(ShutdownGrace, func() { cancel(nil) }) })
 	defer stop()
+	p.cancelRound.Store(&cancel)
+	defer p.cancelRound.Store(nil)
+	p.stalledSince.CompareAndSwap(0, time.Now().UnixNano())
 	published, more, err := p.round(rctx, epoch)
+	if err == nil {
+		p.stalledSince.Store(0)
+	} else {
+		msg := err.Error()
+		p.lastError.Store(&msg)
+	}
 	switch {
 	case errors.Is(err, ErrLostLease):
 		p.m.rounds.WithLabelValues("fenced").Inc()
@@ -241,11 +278,14 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 	return more, err
 }
 
-// keepLease records polling activity while this instance leads, so that a round blocked on
-// the broker does not look like a dead leader.
+// keepLease records polling activity while this instance leads and its rounds make progress,
+// so that a round waiting a little for the broker does not look like a dead leader, while a
+// leader whose rounds have not succeeded for Wartezeit (stuck on a hung dependency, cut off
+// from the broker) hands the lease over instead of holding it alive and useless.
 func (p *Publisher) keepLease(ctx context.Context) {
 	t := time.NewTicker(p.cfg.Wartezeit / 5)
 	defer t.Stop()
+	var failing bool
 	for {
 		select {
 		case <-ctx.Done():
@@ -256,15 +296,60 @@ func (p *Publisher) keepLease(ctx context.Context) {
 		if epoch == 0 {
 			continue
 		}
+		if since := p.stalledSince.Load(); since != 0 && time.Since(time.Unix(0, since)) > p.cfg.Wartezeit {
+			p.yield(ctx, epoch, time.Since(time.Unix(0, since)))
+			continue
+		}
 		ok, err := p.lease.renew(ctx, p.db, epoch)
 		if err != nil {
-			p.log.Warn("could not record polling activity", slog.Any("error", err))
+			if !failing {
+				attrs := []any{slog.Any("error", err)}
+				if dbsession.IsLockTimeout(err) {
+					attrs = append(attrs, slog.Any("lock_holders", dbsession.Describe(ctx, p.db, "publicatie_lease")))
+				}
+				p.log.Warn("could not record polling activity", attrs...)
+			}
+			failing = true
 			continue
+		}
+		if failing {
+			p.log.Info("polling activity recorded again")
+			failing = false
 		}
 		if !ok && p.loseLease(epoch) {
 			p.log.Warn("lease taken over by another instance; now follower", slog.Int64("epoch", epoch))
 		}
 	}
+}
+
+// yield hands the lease of epoch over because this leader's rounds have made no progress for
+// stalled: it stops leading at once, ends the round in progress, frees the lease for a
+// follower's next check and does not take it back for Wartezeit.
+func (p *Publisher) yield(ctx context.Context, epoch int64, stalled time.Duration) {
+	if !p.loseLease(epoch) {
+		return
+	}
+	p.cooldownUntil.Store(time.Now().Add(p.cfg.Wartezeit).UnixNano())
+	p.m.yields.Inc()
+	if cancel := p.cancelRound.Load(); cancel != nil {
+		(*cancel)(errStalled)
+	}
+	lastErr := ""
+	if e := p.lastError.Load(); e != nil {
+		lastErr = *e
+	}
+	p.log.Warn("rounds made no progress for wartezeit; handing the lease over", slog.Int64("epoch", epoch),
+		slog.Duration("stalled_for", stalled.Round(time.Millisecond)), slog.Duration("wartezeit", p.cfg.Wartezeit),
+		slog.String("last_error", lastErr))
+	// The release is bounded by the session's timeouts; if the database is what hangs, the
+	// lease simply expires Wartezeit after the last renewal.
+	go func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := p.lease.release(rctx, epoch); err != nil {
+			p.log.Warn("could not hand the lease over; a follower takes over after wartezeit", slog.Any("error", err))
+		}
+	}()
 }
 
 // loseLease turns this instance into a follower if it still led under epoch.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/internal/dbsession"
 )
 
 // readHorizon returns the registration time before which no handeling can still appear: the
@@ -14,6 +16,10 @@ import (
 // after its transaction's start, so an open transaction may still add handelingen as old as
 // its start), or now when none is open. It must be read before the candidates: a transaction
 // that commits between the two reads is then either seen open here or visible there.
+//
+// The service's own sessions (dbsession.ServiceSessionSQL) are left out: they never register
+// handelingen, and a consumer frozen inside its transaction would otherwise hold back every
+// publication until the database ends its session.
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
@@ -29,7 +35,8 @@ const horizonSQL = `
 		select least(clock_timestamp(), (
 			select min(xact_start) from pg_stat_activity
 			where datname = current_database() and pid <> pg_backend_pid()
-			  and backend_type = 'client backend' and xact_start is not null))`
+			  and backend_type = 'client backend' and xact_start is not null
+			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false)))`
 
 // querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
 type querier interface {
@@ -42,8 +49,12 @@ type querier interface {
 // selectionSQL, whose plan depends on its exclusion list.
 var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, selectionDefaultSQL, touchStaleSQL, markSQL}
 
-// roundTimeoutSQL sets the transaction's idle_in_transaction_session_timeout ($1, in ms).
-const roundTimeoutSQL = `select set_config('idle_in_transaction_session_timeout', $1, true)`
+// roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
+// the session's is longer or off.
+const roundTimeoutSQL = `
+		select set_config('idle_in_transaction_session_timeout',
+			(select case when setting::bigint = 0 then $1 else least(setting::bigint, $1) end
+			 from pg_settings where name = 'idle_in_transaction_session_timeout')::text, true)`
 
 // readSelection returns, from one snapshot, up to limit handelingen still to be delivered
 // (statuslev NULL, soort not excluded, registered before horizon), oldest tsreg first, ties by
@@ -189,26 +200,35 @@ func addRow(cs []Candidate, id int64, persoon sql.NullInt64) []Candidate {
 }
 
 // touchStale records that the given in_levering handelingen are published again now and
-// returns those still in levering.
+// returns those still in levering. A row another session has locked is left alone: a
+// consumer is delivering it right now, or is frozen holding it until the database ends its
+// session; either way a later round looks again, and the round never waits for a consumer.
 func touchStale(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
 	return returningIDs(ctx, q, touchStaleSQL, ids)
 }
 
 const touchStaleSQL = `
 		update admhnd set tspub = now()
-		where id = any($1) and statuslev = 'in_levering'
+		where id in (
+			select id from admhnd where id = any($1) and statuslev = 'in_levering'
+			for update skip locked)
 		returning id`
 
 // markInLevering sets the given handelingen in_levering where they are still NULL and returns
 // the ids it changed. A handeling a consumer already finished (a copy from a round whose
-// database commit failed) is not touched and must not be sent again.
+// database commit failed) is not touched and must not be sent again. One that another session
+// has locked (a consumer delivering such a copy, an operator) is skipped, not waited for: it
+// stays NULL or becomes geleverd, and in both states it holds back its persons' later
+// handelingen, which Select has already held back in this round (docs/robustness.md).
 func markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
 	return returningIDs(ctx, q, markSQL, ids)
 }
 
 const markSQL = `
 		update admhnd set statuslev = 'in_levering', tspub = now()
-		where id = any($1) and statuslev is null
+		where id in (
+			select id from admhnd where id = any($1) and statuslev is null
+			for update skip locked)
 		returning id`
 
 func returningIDs(ctx context.Context, q querier, query string, ids []int64) (map[int64]bool, error) {
