@@ -66,9 +66,10 @@ const foutGeenPersonen = "handeling heeft geen bijgehouden personen"
 // deliver runs the consumer's database transaction for a batch of distinct ids, sorted:
 // deliverSQL, then the delivered ones to the verzending queue in one broker transaction
 // confirmed by a receipt, and only then commit.
-func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) (map[int64]outcome, error) {
+func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, b *batch) (map[int64]outcome, error) {
 	// deliverSQL runs prepared: its generic plan (primary-key probes) is the right plan for
 	// every batch. An error is the database being away, which BeginTxx reports.
+	b.at(stepLock)
 	_ = c.stmts.Prepare(ctx, deliverSQL)
 	tx, err := c.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -110,6 +111,9 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
+	if err := runHook(ctx, c.cfg.Hooks.AfterLock, ids); err != nil {
+		return nil, fmt.Errorf("%w: %w", errBroker, err)
+	}
 	var msgs []broker.Message
 	var sent []int64
 	for _, id := range ids {
@@ -123,6 +127,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 		msgs = append(msgs, broker.Message{Destination: c.cfg.VerzendingQueue, AdmhndID: id, Body: body})
 		sent = append(sent, id)
 	}
+	b.at(stepVerzending)
 	if err := send.Send(ctx, msgs...); err != nil {
 		return nil, fmt.Errorf("%w: verzending: %w", errBroker, err)
 	}
@@ -131,6 +136,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn) 
 			return nil, fmt.Errorf("%w: %w", errBroker, err)
 		}
 	}
+	b.at(stepCommit)
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}

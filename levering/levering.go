@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/prepared"
 )
 
@@ -47,6 +48,12 @@ type Config struct {
 	// ShutdownGrace is how long, after ctx ends, a worker may still finish the publication it
 	// holds (and ack it) before it is abandoned and goes back to the queue. Default 10s.
 	ShutdownGrace time.Duration
+	// BatchTimeout is the longest a worker may hold a batch. A batch held longer (the
+	// database unreachable from this process only, a dependency that hangs) is logged with
+	// the step it is stuck in, makes /readyz answer 503, and is handed back: the process drops
+	// its broker connections, so the broker gives the publications to other consumers, and
+	// connects again. Default DefaultBatchTimeout.
+	BatchTimeout time.Duration
 	// Broker says how to reach the broker.
 	Broker broker.Config
 	// Registerer receives the consumer's metrics; nil keeps them unregistered.
@@ -57,6 +64,9 @@ type Config struct {
 
 // Hooks are fault seams: tests use them to fail or kill at a precise step. Nil does nothing.
 type Hooks struct {
+	// AfterLock runs after a batch's locking statement (the rows are locked and updated, not
+	// committed), before the verzending send; an error rolls back and hands the batch back.
+	AfterLock func(ctx context.Context, ids []int64) error
 	// AfterVerzending runs after a batch's verzending messages were confirmed, before the
 	// database commit; an error rolls the transaction back and hands the batch back.
 	AfterVerzending func(ctx context.Context, ids []int64) error
@@ -69,6 +79,10 @@ const (
 	DefaultWorkers = 2
 	DefaultBatch   = 50
 )
+
+// DefaultBatchTimeout is Config.BatchTimeout's default: above what a healthy batch takes by
+// orders of magnitude (milliseconds), below the publisher's redelivery timeout.
+const DefaultBatchTimeout = 30 * time.Second
 
 // ErrConfig is wrapped by every Config validation error.
 var ErrConfig = errors.New("levering: invalid config")
@@ -95,6 +109,9 @@ func (c *Config) setDefaults() {
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
+	if c.BatchTimeout == 0 {
+		c.BatchTimeout = DefaultBatchTimeout
+	}
 }
 
 func (c Config) validate() error {
@@ -105,6 +122,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Batch %d must be positive", ErrConfig, c.Batch)
 	case c.Prefetch < 0:
 		return fmt.Errorf("%w: Prefetch %d must be positive", ErrConfig, c.Prefetch)
+	case c.BatchTimeout < 0:
+		return fmt.Errorf("%w: BatchTimeout %v must be positive", ErrConfig, c.BatchTimeout)
 	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:
 		return fmt.Errorf("%w: Queue %q must differ from VerzendingQueue and DeadLetterQueue", ErrConfig, c.Queue)
 	}
@@ -117,12 +136,13 @@ type Consumer struct {
 	db  *sqlx.DB
 	log *slog.Logger
 
-	delivered, duplicates, fout, parked atomic.Int64
-	connected                           atomic.Bool
-	processing                          prometheus.Histogram
-	reconnects                          *prometheus.CounterVec
+	delivered, duplicates, fout, parked, stuck atomic.Int64
+	connected                                  atomic.Bool
+	processing                                 prometheus.Histogram
+	reconnects                                 *prometheus.CounterVec
 
-	stmts *prepared.Cache // deliverSQL
+	stmts   *prepared.Cache // deliverSQL
+	batches []*batch        // one per worker
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
@@ -132,6 +152,9 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 		return nil, err
 	}
 	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB)}
+	for range cfg.Workers {
+		c.batches = append(c.batches, &batch{})
+	}
 	c.register(cfg.Registerer)
 	return c, nil
 }
@@ -157,6 +180,10 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 		counter("duplicates_total", "Publications absorbed because their handeling was already delivered.", &c.duplicates),
 		counter("fout_total", "Handelingen set fout (known errors) by this process.", &c.fout),
 		counter("set_aside_total", "Unreadable publications sent to the dead-letter queue.", &c.parked),
+		counter("stuck_batches_total", "Batches handed back because a worker held them longer than the batch timeout.", &c.stuck),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "batch_age_seconds",
+			Help: "How long the oldest batch this process holds has been in hand; 0 while it holds none."},
+			func() float64 { return c.oldestBatch().Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "broker_connected",
 			Help: "1 while the consumer is subscribed to the publication queue."}, func() float64 {
 			if c.connected.Load() {
@@ -169,6 +196,27 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 
 // Connected reports whether the consumer is subscribed to the publication queue now.
 func (c *Consumer) Connected() bool { return c.connected.Load() }
+
+// Stuck returns an error naming the workers that have held their batch for longer than
+// BatchTimeout (they are being handed back), or nil: readiness.
+func (c *Consumer) Stuck() error {
+	var errs []error
+	for i, b := range c.batches {
+		if age := b.age(); age > c.cfg.BatchTimeout {
+			errs = append(errs, fmt.Errorf("worker %d has held a batch of %d publications for %v, stuck in step %q (batch timeout %v)",
+				i+1, b.size.Load(), age.Round(time.Second), b.step(), c.cfg.BatchTimeout))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Consumer) oldestBatch() time.Duration {
+	var oldest time.Duration
+	for _, b := range c.batches {
+		oldest = max(oldest, b.age())
+	}
+	return oldest
+}
 
 // Counts is what a Consumer has done since it started.
 type Counts struct {
@@ -225,19 +273,22 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 	defer send.Close()
 	subs := make([]*broker.Subscription, c.cfg.Workers)
 	perWorker := (c.cfg.Prefetch + c.cfg.Workers - 1) / c.cfg.Workers
+	conns := []*broker.Conn{send}
 	var recv *broker.Conn
 	for i := range subs {
 		if recv, err = broker.Dial(ctx, c.cfg.Broker); err != nil {
 			return false, err
 		}
 		defer recv.Close()
+		conns = append(conns, recv)
 		// The subscription is not tied to ctx: on shutdown the workers finish what they hold
 		// and then the connection is closed, which hands back what was prefetched.
 		if subs[i], err = recv.SubscribeCumulative(context.Background(), c.cfg.Queue, perWorker); err != nil {
 			return false, err
 		}
 	}
-	c.log.Info("connected to broker", slog.String("addr", c.cfg.Broker.Addr), slog.String("server", recv.Server))
+	c.log.Info("connected to broker", slog.String("addr", c.cfg.Broker.Addr), slog.String("server", recv.Server),
+		slog.String("heart_beats", recv.HeartBeats))
 	c.connected.Store(true)
 	defer c.connected.Store(false)
 
@@ -255,12 +306,17 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 		time.AfterFunc(c.cfg.ShutdownGrace, hardCancel)
 	})
 	defer stopGrace()
+	go c.watch(sctx, cancel, func() {
+		for _, conn := range conns {
+			conn.Close()
+		}
+	})
 	var wg sync.WaitGroup
-	for _, sub := range subs {
+	for i, sub := range subs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.work(sctx, hard, sub, send); err != nil {
+			if err := c.work(sctx, hard, sub, send, c.batches[i]); err != nil {
 				cancel(err)
 			}
 		}()
@@ -272,8 +328,38 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 	return true, ctx.Err()
 }
 
+// watch hands back the batches of this session that a worker has held for longer than
+// BatchTimeout: it ends the session (cancel) and drops its connections (closeAll), which the
+// broker answers by giving the publications to other consumers, and which unblocks a worker
+// stuck in a broker call. A stuck database call ends by the context or the session's bounds
+// (dbsession). One log line per stuck batch says which step it is stuck in.
+func (c *Consumer) watch(ctx context.Context, cancel context.CancelCauseFunc, closeAll func()) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for i, b := range c.batches {
+			age := b.age()
+			if age <= c.cfg.BatchTimeout || !b.reported.CompareAndSwap(false, true) {
+				continue
+			}
+			c.stuck.Add(1)
+			err := fmt.Errorf("worker %d stuck in step %q for %v", i+1, b.step(), age.Round(time.Second))
+			c.log.Error("batch stuck; handing it back", slog.Int("worker", i+1), slog.String("step", b.step()),
+				slog.Duration("held_for", age.Round(time.Millisecond)), slog.Duration("batch_timeout", c.cfg.BatchTimeout),
+				slog.Any("admhnd_ids", b.ids()))
+			cancel(err)
+			closeAll()
+		}
+	}
+}
+
 // work handles batches of publications until ctx ends; hard bounds the batch in hand.
-func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, send *broker.Conn) error {
+func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, send *broker.Conn, b *batch) error {
 	for {
 		var m *stomp.Message
 		var ok bool
@@ -282,16 +368,21 @@ func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, sen
 			return nil
 		case m, ok = <-sub.C():
 		}
-		batch, broken := c.fill(sub, m, ok)
-		if len(batch) > 0 {
+		msgs, broken := c.fill(sub, m, ok)
+		if len(msgs) > 0 {
 			start := time.Now()
-			if err := c.handle(hard, batch, send); err != nil {
+			b.begin(msgs)
+			if err := c.handle(hard, msgs, send, b); err != nil {
+				b.end()
 				return err
 			}
 			c.processing.Observe(time.Since(start).Seconds())
 			// Acks are not bound to ctx: what was processed is acknowledged even during shutdown.
 			// The subscription is cumulative: the batch's last message acks all of it.
-			if err := sub.Ack(context.Background(), batch[len(batch)-1]); err != nil {
+			b.at(stepAck)
+			err := sub.Ack(context.Background(), msgs[len(msgs)-1])
+			b.end()
+			if err != nil {
 				return err
 			}
 		}
@@ -350,12 +441,13 @@ func parse(m *stomp.Message) (int64, error) {
 // (the publications stay held, unacknowledged). Unreadable publications and unknown ids are
 // set aside. It returns an error only when the broker connection is unusable or ctx ended
 // before the work was done; the batch then goes back to the queue.
-func (c *Consumer) handle(ctx context.Context, batch []*stomp.Message, send *broker.Conn) error {
+func (c *Consumer) handle(ctx context.Context, msgs []*stomp.Message, send *broker.Conn, b *batch) error {
 	byID := map[int64][]*stomp.Message{}
 	var ids []int64
-	for _, m := range batch {
+	for _, m := range msgs {
 		id, err := parse(m)
 		if err != nil {
+			b.at(stepSetAside)
 			if err := c.park(ctx, m, send, err.Error()); err != nil {
 				return err
 			}
@@ -370,24 +462,37 @@ func (c *Consumer) handle(ctx context.Context, batch []*stomp.Message, send *bro
 		return nil
 	}
 	slices.Sort(ids)
+	b.setIDs(ids)
 	backoff := 100 * time.Millisecond
-	failing := false
+	failing, locked := false, false
 	for {
-		res, err := c.deliver(ctx, ids, send)
+		res, err := c.deliver(ctx, ids, send, b)
 		switch {
 		case err == nil:
 			if failing {
 				c.log.Info("database available again")
 			}
-			return c.record(ctx, res, byID, send)
+			if locked {
+				c.log.Info("row locks obtained", slog.Any("admhnd_ids", ids))
+			}
+			return c.record(ctx, res, byID, send, b)
 		case errors.Is(err, errBroker), ctx.Err() != nil:
 			return err
-		}
-		if !failing {
+		case dbsession.IsLockTimeout(err):
+			// Another session holds some of these rows: a consumer with a copy of the same
+			// publications, or one that froze inside its transaction until the database ends
+			// its session (idle_in_transaction_session_timeout). Wait, naming it once.
+			if !locked {
+				c.log.Warn("rows locked by another session; retrying", slog.Any("admhnd_ids", ids),
+					slog.Any("lock_holders", dbsession.Describe(ctx, c.db, "admhnd")))
+				locked = true
+			}
+		case !failing:
 			c.log.Warn("database unavailable, retrying", slog.Any("error", err), slog.Any("admhnd_ids", ids))
 			c.reconnects.WithLabelValues("database").Inc()
 			failing = true
 		}
+		b.at(stepRetry)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -398,7 +503,7 @@ func (c *Consumer) handle(ctx context.Context, batch []*stomp.Message, send *bro
 }
 
 // record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit.
-func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*stomp.Message, send *broker.Conn) error {
+func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*stomp.Message, send *broker.Conn, b *batch) error {
 	var ids []int64
 	for id, o := range res {
 		ids = append(ids, id)
@@ -415,6 +520,7 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
 				slog.String("message_id", byID[id][0].Header.Get("message-id")))
 		case unknown:
+			b.at(stepSetAside)
 			for _, m := range byID[id] {
 				if err := c.park(ctx, m, send, fmt.Sprintf("handeling %d does not exist", id)); err != nil {
 					return err
