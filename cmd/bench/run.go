@@ -25,6 +25,7 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/levering"
 	"github.com/brp/levering/schema"
@@ -165,7 +166,7 @@ func (b *bench) createDatabase(ctx context.Context) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	admin, err := setup.OpenDB(wctx, setup.DatabaseURL(b.serverURL), quiet)
+	admin, err := setup.OpenDB(wctx, setup.DatabaseURL(b.serverURL), dbsession.Settings{Command: "bench"}, quiet)
 	if err != nil {
 		return fmt.Errorf("PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %w", redact(b.serverURL), err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/schema"
 )
@@ -66,11 +67,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// A database of the demo's own, made afresh, on the configured server.
-	dbURL, err := demoDatabase(ctx, string(common.DatabaseURL), log)
+	dbURL, err := demoDatabase(ctx, string(common.DatabaseURL), common.Session("demo"), log)
 	if err != nil {
 		return err
 	}
-	db, err := setup.OpenDB(ctx, setup.DatabaseURL(dbURL), log)
+	db, err := setup.OpenDB(ctx, setup.DatabaseURL(dbURL), common.Session("demo"), log)
 	if err != nil {
 		return err
 	}
@@ -205,8 +206,8 @@ func readStatus(ctx context.Context, db *sqlx.DB) (status, error) {
 }
 
 // demoDatabase (re)creates the database brp_demo on the server of base and returns its URL.
-func demoDatabase(ctx context.Context, base string, log *slog.Logger) (string, error) {
-	admin, err := setup.OpenDB(ctx, setup.DatabaseURL(base), log)
+func demoDatabase(ctx context.Context, base string, session dbsession.Settings, log *slog.Logger) (string, error) {
+	admin, err := setup.OpenDB(ctx, setup.DatabaseURL(base), session, log)
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,6 +28,7 @@ type config struct {
 	Workers         setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"2"`
 	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50"`
 	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH"` // unset: workers x batch
+	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"30"`
 }
 
 func main() {
@@ -65,7 +67,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session("mutatielevering"), log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -82,8 +84,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Workers:         int(cfg.Workers),
 		Batch:           int(cfg.Batch),
 		Prefetch:        int(cfg.Prefetch),
+		BatchTimeout:    time.Duration(cfg.BatchTimeout),
 		Broker:          bcfg,
 		Hooks: levering.Hooks{
+			AfterLock:       func(context.Context, []int64) error { fault.At("mutatielevering.after_lock"); return nil },
 			AfterVerzending: func(context.Context, []int64) error { fault.At("mutatielevering.after_verzending"); return nil },
 			AfterCommit:     func(context.Context, []int64) error { fault.At("mutatielevering.after_db_commit"); return nil },
 		},
@@ -97,7 +101,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 				return errors.New("not subscribed to the publication queue")
 			}
 			return nil
-		}})
+		}},
+		setup.Check{Name: "batches", Check: func(context.Context) error { return c.Stuck() }})
 	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/operate"
 	"github.com/brp/levering/publicatie"
@@ -38,7 +39,7 @@ type config struct {
 	Cluster       clusterName      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER" default:"default"`
 	Wartezeit     wartezeit        `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT"`
 	Standalone    setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE" default:"false"`
-	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"300"`
+	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"60"`
 	Wakeup        setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP" default:"true"`
 }
 
@@ -86,6 +87,9 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
+// command names this program in its database sessions (dbsession.AppName).
+const command = "publicatie"
+
 var errUsage = errors.New("usage: publicatie [migrate | status | fout list|show|retry|release ...]")
 
 func exitCode(err error) int {
@@ -115,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case cmd == "" || cmd == "run":
 		return serve(ctx, cfg, log)
 	case cmd == "status" || cmd == "fout":
-		db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+		db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
 		if err != nil {
 			return err
 		}
@@ -129,8 +133,12 @@ func (cfg config) overview() operate.OverviewConfig {
 	return operate.OverviewConfig{Excluded: []string(cfg.Excluded), FoutPolicy: string(cfg.FoutPolicy), Cluster: string(cfg.Cluster)}
 }
 
+// migrate runs without statement and lock timeouts: a migration may build an index on a large
+// table, and waits for a concurrent migrate's advisory lock.
 func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
-	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+	session := cfg.Session(command)
+	session.StatementTimeout, session.LockTimeout = 0, 0
+	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, session, log)
 	if err != nil {
 		return err
 	}
@@ -173,6 +181,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	session := cfg.Session(command)
+	listenDSN, err := dbsession.DSN(string(cfg.DatabaseURL), session)
+	if err != nil {
+		return fmt.Errorf("%w: BRP_DATABASE_URL: %v", setup.ErrConfig, err)
+	}
 	pcfg := publicatie.Config{
 		Delay:             time.Duration(cfg.Delay),
 		Limit:             int(cfg.Limit),
@@ -184,7 +197,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Wartezeit:         time.Duration(cfg.Wartezeit),
 		Standalone:        bool(cfg.Standalone),
 		RedeliveryTimeout: time.Duration(cfg.Redelivery),
-		ListenURL:         string(cfg.DatabaseURL),
+		ListenURL:         listenDSN,
+		ListenDialer:      dbsession.ListenerDialer(session),
 		FixedDelay:        !bool(cfg.Wakeup),
 		Hooks: publicatie.Hooks{
 			AfterMark:         func(context.Context, []int64) error { fault.At("publicatie.after_mark"); return nil },
@@ -193,7 +207,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		},
 		Broker: bcfg,
 	}
-	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, log)
+	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, session, log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

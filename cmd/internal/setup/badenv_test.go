@@ -18,6 +18,12 @@ var commonBad = [][2]string{
 	{"BRP_STOMP_TLS_CA", "/nonexistent/ca.pem"},
 	{"BRP_STOMP_HEARTBEAT", "-1s"},
 	{"BRP_STOMP_HEARTBEAT", "often"},
+	{"BRP_STOMP_HEARTBEAT", "100ms"},
+	{"BRP_DATABASE_STATEMENT_TIMEOUT", "long"},
+	{"BRP_DATABASE_STATEMENT_TIMEOUT", "-1s"},
+	{"BRP_DATABASE_LOCK_TIMEOUT", "5"},
+	{"BRP_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT", "-10s"},
+	{"BRP_TCP_USER_TIMEOUT", "forever"},
 	{"BRP_STOMP_TIMEOUT", "abc"},
 	{"BRP_LOG_FORMAT", "xml"},
 	{"BRP_LOG_LEVEL", "loud"},
@@ -53,6 +59,8 @@ var mutatieleveringBad = [][2]string{
 	{"BRP_LEVERING_MUTATIELEVERING_WORKERS", "x"},
 	{"BRP_LEVERING_MUTATIELEVERING_PREFETCH", "-1"},
 	{"BRP_LEVERING_MUTATIELEVERING_BATCH", "0"},
+	{"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT", "0"},
+	{"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT", "a while"},
 }
 
 func checkBad(t *testing.T, pkg string, cases [][2]string) {

@@ -66,7 +66,7 @@ func Mux(reg *prometheus.Registry, info func() map[string]any, checks ...Check) 
 		}
 		ready := true
 		for _, c := range checks {
-			if err := c.Check(ctx); err != nil {
+			if err := bounded(ctx, c.Check); err != nil {
 				ready = false
 				body[c.Name] = err.Error()
 			} else {
@@ -81,4 +81,17 @@ func Mux(reg *prometheus.Registry, info func() map[string]any, checks ...Check) 
 		_ = json.NewEncoder(w).Encode(body)
 	})
 	return mux
+}
+
+// bounded runs check and gives up when ctx ends: a check of a dependency that hangs (a frozen
+// database does not answer even a cancelled ping) must not hang the probe with it.
+func bounded(ctx context.Context, check func(context.Context) error) error {
+	done := make(chan error, 1)
+	go func() { done <- check(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("no answer: %w", ctx.Err())
+	}
 }

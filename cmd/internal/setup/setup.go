@@ -17,9 +17,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/kelseyhightower/envconfig"
-	_ "github.com/lib/pq" // the PostgreSQL driver
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/dbsession"
 )
 
 // Common holds the settings of both commands.
@@ -31,10 +31,26 @@ type Common struct {
 	StompHost      string      `envconfig:"BRP_STOMP_HOST"`
 	StompTLS       Bool        `envconfig:"BRP_STOMP_TLS" default:"false"`
 	StompTLSCA     string      `envconfig:"BRP_STOMP_TLS_CA"`
-	StompHeartbeat Duration    `envconfig:"BRP_STOMP_HEARTBEAT" default:"0s"`
+	StompHeartbeat HeartBeat   `envconfig:"BRP_STOMP_HEARTBEAT" default:"5s"`
 	StompTimeout   Duration    `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
 	LogFormat      LogFormat   `envconfig:"BRP_LOG_FORMAT" default:"auto"`
 	LogLevel       LogLevel    `envconfig:"BRP_LOG_LEVEL" default:"info"`
+	// The bounds of every database session (package dbsession); 0 turns one off.
+	StatementTimeout Duration `envconfig:"BRP_DATABASE_STATEMENT_TIMEOUT" default:"30s"`
+	LockTimeout      Duration `envconfig:"BRP_DATABASE_LOCK_TIMEOUT" default:"5s"`
+	IdleTimeout      Duration `envconfig:"BRP_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT" default:"10s"`
+	TCPUserTimeout   Duration `envconfig:"BRP_TCP_USER_TIMEOUT" default:"20s"`
+}
+
+// Session returns the bounds of command's database sessions.
+func (c Common) Session(command string) dbsession.Settings {
+	return dbsession.Settings{
+		Command:                  command,
+		StatementTimeout:         time.Duration(c.StatementTimeout),
+		LockTimeout:              time.Duration(c.LockTimeout),
+		IdleInTransactionTimeout: time.Duration(c.IdleTimeout),
+		TCPUserTimeout:           time.Duration(c.TCPUserTimeout),
+	}
 }
 
 // ErrConfig marks a bad environment value: the commands exit 2 on it.
@@ -57,12 +73,16 @@ func Load(cfg any) error {
 // Broker turns the settings into a broker.Config.
 func (c Common) Broker() (broker.Config, error) {
 	cfg := broker.Config{
-		Addr:      string(c.StompAddr),
-		Login:     c.StompLogin,
-		Passcode:  c.StompPasscode,
-		Host:      c.StompHost,
-		HeartBeat: time.Duration(c.StompHeartbeat),
-		OpTimeout: time.Duration(c.StompTimeout),
+		Addr:           string(c.StompAddr),
+		Login:          c.StompLogin,
+		Passcode:       c.StompPasscode,
+		Host:           c.StompHost,
+		HeartBeat:      time.Duration(c.StompHeartbeat),
+		OpTimeout:      time.Duration(c.StompTimeout),
+		TCPUserTimeout: time.Duration(c.TCPUserTimeout),
+	}
+	if cfg.HeartBeat == 0 {
+		cfg.HeartBeat = -1 // 0s in the environment means off
 	}
 	if c.StompTLS || c.StompTLSCA != "" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -99,9 +119,10 @@ func (c Common) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// OpenDB opens the database and waits, logging, until it answers or ctx ends.
-func OpenDB(ctx context.Context, url DatabaseURL, log *slog.Logger) (*sqlx.DB, error) {
-	db, err := sqlx.Open("postgres", string(url))
+// OpenDB opens the database with sessions bounded by s and waits, logging, until it answers
+// or ctx ends.
+func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slog.Logger) (*sqlx.DB, error) {
+	db, err := dbsession.Open(string(url), s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: BRP_DATABASE_URL: %v", ErrConfig, err)
 	}

@@ -53,6 +53,20 @@ func (d *Duration) Decode(v string) error {
 	return nil
 }
 
+// HeartBeat is a STOMP heart-beat interval: 0 (off) or a duration of at least 500 ms, the
+// shortest that brokers accept (ActiveMQ Artemis raises anything below it).
+type HeartBeat time.Duration
+
+// Decode implements envconfig.Decoder.
+func (h *HeartBeat) Decode(v string) error {
+	x, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || x < 0 || (x > 0 && x < 500*time.Millisecond) {
+		return fmt.Errorf("expected 0s (off) or a duration of at least 500ms such as 5s")
+	}
+	*h = HeartBeat(x)
+	return nil
+}
+
 func parseDuration(v string, unit time.Duration) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
