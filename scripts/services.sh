@@ -377,10 +377,22 @@ stomp_ping() { # [port [host [login passcode]]]
   ' _ "${1:-$STOMP_PORT}" "${2:-localhost}" "${3:-}" "${4:-}" 2>/dev/null
 }
 
+# True while process $1 runs: it exists and is not a zombie (an exited child of this shell
+# stays one until it is reaped).
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
+}
+
+# Waits for the broker's STOMP port. A broker just started is not java yet for a moment (its
+# subshell execs setsid, which execs java): amq_is_ours would call it gone, and did on a busy
+# machine ("exited during startup" with an empty console log), so only its exit counts.
 amq_wait_ready() { # pid
   local pid=$1 deadline=$((SECONDS + AMQ_WAIT_SECONDS))
   until stomp_ping; do
-    if ! amq_is_ours "$pid"; then
+    if ! alive "$pid"; then
       show_tail "$AMQ_OUT"
       show_tail "$AMQ_LOG"
       die "activemq exited during startup (logs: $AMQ_OUT, $AMQ_LOG)"
