@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,6 +151,23 @@ func (p *Proc) Signal(sig syscall.Signal) {
 func (p *Proc) Kill() {
 	p.Signal(syscall.SIGKILL)
 	<-p.done
+}
+
+// Frozen reports whether the process is stopped (SIGSTOP): state T in /proc.
+func (p *Proc) Frozen() bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses, which may itself contain spaces.
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "T")
+}
+
+// AppNamePrefix begins the application_name of the process's database sessions as command
+// (dbsession.AppName: command[pid]@host).
+func (p *Proc) AppNamePrefix(command string) string {
+	return command + "[" + strconv.Itoa(p.cmd.Process.Pid) + "]@"
 }
 
 // Exited reports whether the process has ended.

@@ -160,18 +160,81 @@ func (s *Services) StopBroker() {
 	if s.rabbit {
 		s.t.Fatal("brptest: StopBroker supports the private ActiveMQ only")
 	}
-	pidFile := filepath.Join(s.dir, "activemq", "activemq.pid")
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		s.t.Fatalf("broker pid: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		s.t.Fatalf("broker pid %q: %v", b, err)
-	}
+	pid := s.pid(filepath.Join("activemq", "activemq.pid"))
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	for i := 0; i < 300 && syscall.Kill(pid, 0) == nil; i++ {
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pid reads the first line of a pid file under the services' directory.
+func (s *Services) pid(file string) int {
+	s.t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.dir, file))
+	if err != nil {
+		s.t.Fatalf("brptest: pid: %v", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		s.t.Fatalf("brptest: pid in %s: %q: %v", file, first, err)
+	}
+	return pid
+}
+
+// PauseBroker freezes the private broker (SIGSTOP to it and every process it started), as a
+// VM pause would: its sockets stay open and its kernel answers, but it reads and sends
+// nothing. ResumeBroker lets it go on (SIGCONT).
+func (s *Services) PauseBroker() { s.signalTree(s.brokerPID(), syscall.SIGSTOP) }
+
+// ResumeBroker ends PauseBroker.
+func (s *Services) ResumeBroker() { s.signalTree(s.brokerPID(), syscall.SIGCONT) }
+
+// PauseDB freezes the private PostgreSQL (the postmaster and every backend) as PauseBroker
+// does the broker; ResumeDB lets it go on.
+func (s *Services) PauseDB() { s.signalTree(s.dbPID(), syscall.SIGSTOP) }
+
+// ResumeDB ends PauseDB.
+func (s *Services) ResumeDB() { s.signalTree(s.dbPID(), syscall.SIGCONT) }
+
+func (s *Services) dbPID() int { return s.pid(filepath.Join("pg", "data", "postmaster.pid")) }
+
+func (s *Services) brokerPID() int {
+	if s.rabbit {
+		return s.pid(filepath.Join("rabbitmq", "rabbitmq.pid"))
+	}
+	return s.pid(filepath.Join("activemq", "activemq.pid"))
+}
+
+// signalTree sends sig to pid and its descendants, parents first.
+func (s *Services) signalTree(pid int, sig syscall.Signal) {
+	s.t.Helper()
+	children := map[int][]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		s.t.Fatalf("brptest: %v", err)
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	for todo := []int{pid}; len(todo) > 0; todo = todo[1:] {
+		if err := syscall.Kill(todo[0], sig); err != nil && todo[0] == pid {
+			s.t.Fatalf("brptest: signal %v to %d: %v", sig, pid, err)
+		}
+		todo = append(todo, children[todo[0]]...)
 	}
 }
 
