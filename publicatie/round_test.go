@@ -15,6 +15,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/load"
 )
 
@@ -22,6 +23,7 @@ import (
 type roundEnv struct {
 	t    *testing.T
 	db   *sqlx.DB
+	url  string
 	pub  *Publisher
 	last []int64
 	read *brptest.Reader
@@ -29,9 +31,9 @@ type roundEnv struct {
 
 func newRoundEnv(t *testing.T, cfg Config) *roundEnv {
 	t.Helper()
-	db, _ := brptest.DB(t)
+	db, url := brptest.DB(t)
 	q := brptest.NewQueues(t)
-	e := &roundEnv{t: t, db: db, read: brptest.Read(t, q.Publicatie)}
+	e := &roundEnv{t: t, db: db, url: url, read: brptest.Read(t, q.Publicatie)}
 	cfg.Standalone = true
 	cfg.Queue = q.Publicatie
 	cfg.Broker = brptest.Broker()
@@ -59,11 +61,14 @@ func (e *roundEnv) insert(hs ...load.Handeling) {
 	}
 }
 
-// round runs one round and returns the ids it published, in publication order.
+// round runs one round and returns the ids it published, in publication order. A round that
+// has not finished after 20 s (waiting for a lock, say) fails the test.
 func (e *roundEnv) round() []int64 {
 	e.t.Helper()
 	e.last = nil
-	if _, _, err := e.pub.round(context.Background(), 0); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, _, err := e.pub.round(ctx, 0); err != nil {
 		e.t.Fatalf("round: %v", err)
 	}
 	return e.last
@@ -258,6 +263,64 @@ func TestRoundWaitsForTransactionThatMayStillAddAnOlderHandeling(t *testing.T) {
 	wantIDs(t, "after the late writer committed", e.round(), 10)
 	e.setStatus("geleverd", 10)
 	wantIDs(t, "after the older one was delivered", e.round(), 11)
+}
+
+// A consumer (frozen, or delivering a copy from a round whose database commit failed) holds
+// row locks on handelingen the round would mark or republish: the round skips them instead of
+// waiting, and a skipped handeling still holds back its persons' later ones.
+func TestRoundNeverWaitsForRowsLockedByAConsumer(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{RedeliveryTimeout: time.Minute})
+	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 10), h(5, 0, 50))
+	e.setStatus("in_levering", 5)
+	if _, err := e.db.Exec(`update admhnd set tspub = now() - interval '2 minutes' where id = 5`); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := e.db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Rollback() //nolint:errcheck
+	if _, err := consumer.Exec(`select id from admhnd where id in (1, 5) order by id for update`); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "while 1 (NULL) and 5 (stale) are locked", e.round(), 2)
+	if s := brptest.Status(t, e.db, 1); s != "" {
+		t.Fatalf("locked handeling 1 is %q, want it left NULL", s)
+	}
+	wantIDs(t, "3 still waits for 1", e.round())
+	if err := consumer.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "lock released", e.round(), 5, 1)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "after 1 was delivered", e.round(), 3)
+}
+
+// The horizon leaves out the transactions of the service's own sessions: they never register
+// handelingen, and a consumer frozen in its transaction must not hold back publication.
+func TestRoundHorizonIgnoresTheServicesOwnSessions(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	consumerDB, err := dbsession.Open(e.url, dbsession.Settings{Command: "mutatielevering"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumerDB.Close()
+	frozen, err := consumerDB.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Rollback() //nolint:errcheck
+	if _, err := frozen.Exec(`select 1`); err != nil { // the transaction starts here
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := e.db.Exec(`insert into admhnd (id, soort, tsreg) values (1, 'VERHUIZING', now());
+		insert into admhnd_persoon values (1, 10)`); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "with a consumer's transaction open since before it", e.round(), 1)
 }
 
 func TestRoundRepublishesHandelingStuckInLevering(t *testing.T) {
