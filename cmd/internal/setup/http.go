@@ -65,12 +65,12 @@ func Mux(reg *prometheus.Registry, info func() map[string]any, checks ...Check) 
 			body = info()
 		}
 		ready := true
-		for _, c := range checks {
-			if err := bounded(ctx, c.Check); err != nil {
+		for i, err := range runChecks(ctx, checks) {
+			if err != nil {
 				ready = false
-				body[c.Name] = err.Error()
+				body[checks[i].Name] = err.Error()
 			} else {
-				body[c.Name] = "ok"
+				body[checks[i].Name] = "ok"
 			}
 		}
 		body["ready"] = ready
@@ -83,15 +83,34 @@ func Mux(reg *prometheus.Registry, info func() map[string]any, checks ...Check) 
 	return mux
 }
 
-// bounded runs check and gives up when ctx ends: a check of a dependency that hangs (a frozen
-// database does not answer even a cancelled ping) must not hang the probe with it.
-func bounded(ctx context.Context, check func(context.Context) error) error {
-	done := make(chan error, 1)
-	go func() { done <- check(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("no answer: %w", ctx.Err())
+// runChecks runs the checks at once and gives up on those that have not answered when ctx
+// ends: a check of a dependency that hangs (a frozen database does not answer even a cancelled
+// ping) must neither hang the probe nor hide what the other checks say.
+func runChecks(ctx context.Context, checks []Check) []error {
+	errs := make([]error, len(checks))
+	done := make(chan int, len(checks))
+	for i, c := range checks {
+		go func() {
+			errs[i] = c.Check(ctx)
+			done <- i
+		}()
 	}
+	answered := make([]bool, len(checks))
+	for range checks {
+		select {
+		case i := <-done:
+			answered[i] = true
+		case <-ctx.Done():
+			out := make([]error, len(checks))
+			for i := range checks {
+				if answered[i] {
+					out[i] = errs[i]
+				} else {
+					out[i] = fmt.Errorf("no answer: %w", ctx.Err())
+				}
+			}
+			return out
+		}
+	}
+	return errs
 }
