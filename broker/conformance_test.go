@@ -16,10 +16,13 @@ package broker_test
 // next to the other packages' tests on the same broker.
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,6 +81,10 @@ var conformanceCases = []conformanceCase{
 	{"ClientIndividualAckRedeliversOnlyUnacked", testClientIndividualAck},
 	{"CumulativeAckCoversEarlierMessagesOnly", testCumulativeAck},
 	{"DroppedConnectionRedeliversToOtherSubscriber", testRedeliveryToOther},
+	{"HeartBeatGapsFitTheReadTolerance", testHeartBeatGaps},
+	{"HeartBeatsKeepIdleConnectionOpen", testHeartBeatsKeepIdleConnection},
+	{"SilentClientIsDroppedAndItsMessageRedelivered", testSilentClientDropped},
+	{"SilentBrokerIsNoticed", testSilentBrokerNoticed},
 	{"PrefetchOneHoldsOneMessage", testPrefetchOne},
 	{"DeadLetterQueueSendThenAck", testDeadLetter},
 }
@@ -433,6 +440,154 @@ func testRedeliveryToOther(t *testing.T, tg target) {
 	header(t, m, "redelivered", "true")
 	ack(t, sb, m)
 	onlySentinel(t, tg, sb, q, "after the redelivery")
+}
+
+// hb is the heart-beat interval of the heart-beat cases: short, so that several intervals pass
+// quickly. broker.Config.HeartBeat's rules are independent of its length.
+const hb = time.Second
+
+// rawConnect opens a STOMP connection by hand, with heart-beat header heartBeat, and reads the
+// CONNECTED frame: the cases that watch the broker's own timing use it, so that go-stomp's
+// handling is not part of what they measure.
+func rawConnect(t *testing.T, tg target, heartBeat string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	nc, err := net.Dial("tcp", tg.cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	host := tg.cfg.Host
+	if host == "" {
+		host = "localhost"
+	}
+	fmt.Fprintf(nc, "CONNECT\naccept-version:1.2\nhost:%s\nheart-beat:%s\n", host, heartBeat)
+	if tg.cfg.Login != "" {
+		fmt.Fprintf(nc, "login:%s\npasscode:%s\n", tg.cfg.Login, tg.cfg.Passcode)
+	}
+	fmt.Fprint(nc, "\n\x00")
+	r := bufio.NewReader(nc)
+	_ = nc.SetReadDeadline(time.Now().Add(waitMsg))
+	frame, err := r.ReadString(0)
+	if err != nil || !strings.HasPrefix(strings.TrimLeft(frame, "\n"), "CONNECTED") {
+		t.Fatalf("raw CONNECT: %q, %v", frame, err)
+	}
+	return nc, r
+}
+
+// The broker's heart-beats, while the client sends its own every half interval as the service
+// does, are never further apart than the service's read tolerance of 3 intervals (broker.Dial).
+// ActiveMQ's are up to 2 intervals apart (it sends only after a whole silent check period);
+// go-stomp's default tolerance (interval + 5 s) is too short from 5 s up, which is why
+// heart-beats used to be off.
+func testHeartBeatGaps(t *testing.T, tg target) {
+	nc, r := rawConnect(t, tg, fmt.Sprintf("%d,%d", hb.Milliseconds(), hb.Milliseconds()))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(hb / 2):
+				if _, err := nc.Write([]byte("\n")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	var gaps []time.Duration
+	last := time.Now()
+	for end := time.Now().Add(8 * hb); time.Now().Before(end); {
+		_ = nc.SetReadDeadline(time.Now().Add(3 * hb))
+		if _, err := r.ReadByte(); err != nil {
+			t.Fatalf("after %d heart-beats: %v (no byte within 3 intervals, or the broker closed)", len(gaps), err)
+		}
+		gaps = append(gaps, time.Since(last))
+		last = time.Now()
+	}
+	t.Logf("gaps between the broker's heart-beats at %v: max %v (%d)", hb, slices.Max(gaps).Round(time.Millisecond), len(gaps))
+}
+
+// A connection that stays idle for many intervals, with heart-beats both ways, is still usable.
+func testHeartBeatsKeepIdleConnection(t *testing.T, tg target) {
+	cfg := tg.cfg
+	cfg.HeartBeat = hb
+	c, err := broker.Dial(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.HeartBeats != hb.String()+" both ways" {
+		t.Fatalf("heart-beats %q", c.HeartBeats)
+	}
+	q := newQueue(t)
+	s := subscribe(t, c, q, 1)
+	time.Sleep(6 * hb)
+	send(t, c, msg(q, 1))
+	ack(t, s, expect(t, s, "after an idle stretch of 6 heart-beat intervals", 1)[0])
+}
+
+// A client that holds an unacknowledged message and then sends nothing (frozen, or cut off
+// without its socket closing) is dropped by the broker after about 3 of its intervals, and the
+// message goes to another subscriber: how the broker learns that a consumer is gone.
+func testSilentClientDropped(t *testing.T, tg target) {
+	q := newQueue(t)
+	send(t, dial(t, tg), msg(q, 1))
+	nc, r := rawConnect(t, tg, fmt.Sprintf("%d,0", hb.Milliseconds()))
+	fmt.Fprintf(nc, "SUBSCRIBE\nid:0\ndestination:%s\nack:client-individual\nactivemq.prefetchSize:1\nprefetch-count:1\n\n\x00", q)
+	_ = nc.SetReadDeadline(time.Now().Add(waitMsg))
+	if frame, err := r.ReadString(0); err != nil || !strings.Contains(frame, "MESSAGE") {
+		t.Fatalf("the silent client did not get the message: %q, %v", frame, err)
+	}
+	silent := time.Now()
+	other := subscribe(t, dial(t, tg), q, 1)
+	// The broker closes the silent client's socket: reading ends.
+	_ = nc.SetReadDeadline(time.Now().Add(waitMsg))
+	for {
+		if _, err := r.ReadByte(); err != nil {
+			break
+		}
+	}
+	dropped := time.Since(silent)
+	m := expect(t, other, "the other subscriber", 1)[0]
+	t.Logf("silent client dropped %v after its last byte (%v interval); message redelivered %v after it",
+		dropped.Round(time.Millisecond), hb, time.Since(silent).Round(time.Millisecond))
+	if limit := 3*hb + 2*time.Second; dropped > limit {
+		t.Fatalf("the broker dropped the silent client after %v, beyond the bound the service documents (3 x %v, plus slack)", dropped, hb)
+	}
+	ack(t, other, m)
+}
+
+// A broker that stops sending (frozen, or cut off without the socket closing) is noticed by the
+// service's connection after about 3 intervals: the subscription ends with an error.
+func testSilentBrokerNoticed(t *testing.T, tg target) {
+	p := brptest.NewProxy(t, tg.cfg.Addr)
+	cfg := tg.cfg
+	cfg.Addr, cfg.HeartBeat = p.Addr(), hb
+	c, err := broker.Dial(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := subscribe(t, c, newQueue(t), 1)
+	p.Cut()
+	cut := time.Now()
+	select {
+	case m, ok := <-s.C():
+		if ok && m.Err == nil {
+			t.Fatalf("a message through a cut proxy: %s", m.Body)
+		}
+		var err error = errors.New("subscription closed")
+		if ok {
+			err = m.Err
+		}
+		t.Logf("silent broker noticed %v after the cut (%v interval): %v", time.Since(cut).Round(time.Millisecond), hb, err)
+	case <-time.After(waitMsg):
+		t.Fatalf("silent broker not noticed within %v", waitMsg)
+	}
+	if d := time.Since(cut); d > 3*hb+2*time.Second {
+		t.Fatalf("silent broker noticed after %v, beyond 3 x %v plus slack", d, hb)
+	}
 }
 
 // With prefetch 1 and no ack a subscriber holds one message; a second subscriber on the same
