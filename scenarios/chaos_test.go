@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // TestChaos runs 20,000 handelingen over 2,000 persons (5,000 over 500 on RabbitMQ) through one
 // publisher and four consumers (real processes on services of its own) while a loop kill -9s
 // a random consumer every 1-3 s and restarts it, the broker is restarted once and the
-// publisher is killed once and replaced. The workload is registered in ten waves, oldest
+// publisher is killed once and replaced; first of all, one consumer is frozen for good
+// (SIGSTOP, never resumed) and replaced. The workload is registered in ten waves, oldest
 // first, the next one after each of those events: the events then happen while work is in
 // flight however fast the machine delivers (a RabbitMQ run once finished before the
 // publisher kill). scripts/test.sh runs it on its own, verbosely, so its counts are printed.
@@ -54,6 +56,7 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 	}
 	start := time.Now()
 	kills, brokerRestarts, publisherKills := 0, 0, 0
+	var frozen *brptest.Proc
 	ctx, cancel := context.WithCancel(context.Background())
 	chaosDone := make(chan struct{})
 	go func() {
@@ -68,6 +71,11 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 			delivered := w.delivered(t)
 			mu.Lock()
 			switch {
+			case frozen == nil:
+				i := r.IntN(len(consumers))
+				frozen = consumers[i]
+				frozen.Signal(syscall.SIGSTOP)
+				consumers[i] = w.consumerProc(t, fmt.Sprintf("mutatielevering-%d.%d", i+1, n), conBin)
 			case brokerRestarts == 0 && delivered > total/4:
 				svc.RestartBroker()
 				brokerRestarts++
@@ -110,9 +118,12 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 		len(w.hs), total, noPerson, excluded, time.Since(start).Round(time.Second))
 	t.Logf("chaos: published %d (by committed rounds, incl. republished), delivered %d, fout %d, verzending messages %d, duplicates %d",
 		published, st["geleverd"], st["fout"], rep.Messages, rep.Duplicates)
-	t.Logf("chaos: consumer kills %d, broker restarts %d, publisher kills %d; per-person order OK",
-		kills, brokerRestarts, publisherKills)
+	t.Logf("chaos: consumer kills %d, broker restarts %d, publisher kills %d, consumers frozen for good 1 (%s); per-person order OK",
+		kills, brokerRestarts, publisherKills, frozen.Name)
 	if brokerRestarts != 1 || publisherKills != 1 || kills < 5 {
 		t.Fatalf("chaos incomplete: %d consumer kills, %d broker restarts, %d publisher kills", kills, brokerRestarts, publisherKills)
+	}
+	if !frozen.Frozen() {
+		t.Fatalf("%s did not stay frozen to the end", frozen.Name)
 	}
 }
