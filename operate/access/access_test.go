@@ -270,8 +270,8 @@ func TestFiles(t *testing.T) {
 		"name twice user": {"anna:$2y$05$qgjZYMp2dZk82.YYP7jjOeGEzQ0RnK/AptW8YSTMVgHaG2DLzNZG2\nanna:$2y$05$qgjZYMp2dZk82.YYP7jjOeGEzQ0RnK/AptW8YSTMVgHaG2DLzNZG2\n", parseUsers},
 	} {
 		err := c.parse(strings.NewReader(c.text))
-		if err == nil || !strings.Contains(err.Error(), "expected") || strings.Contains(err.Error(), secret) {
-			t.Errorf("%s: error %v, want one saying what is expected without the secret", name, err)
+		if err == nil || !strings.Contains(err.Error(), "line") || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error %v, want one naming the line without the secret", name, err)
 		}
 	}
 }

@@ -16,7 +16,7 @@ func ParseTokens(r io.Reader) (map[string]string, error) {
 	seen := map[string]bool{}
 	err := eachEntry(r, func(n int, name, secret string) error {
 		if !validName(name) || len(secret) < MinTokenLength || strings.ContainsAny(secret, " \t") || out[name] != "" || seen[secret] {
-			return fmt.Errorf("line %d: expected NAME:TOKEN, a name used once and a token of at least %d characters without spaces used once", n, MinTokenLength)
+			return fmt.Errorf("line %d is not NAME:TOKEN with a name used once and a token of at least %d characters, no spaces, used once", n, MinTokenLength)
 		}
 		out[name], seen[secret] = secret, true
 		return nil
@@ -31,7 +31,7 @@ func ParseUsers(r io.Reader) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := eachEntry(r, func(n int, name, hash string) error {
 		if _, err := bcrypt.Cost([]byte(hash)); err != nil || !validName(name) || out[name] != nil {
-			return fmt.Errorf("line %d: expected NAME:HASH, a name used once and a bcrypt hash (htpasswd -nB NAME)", n)
+			return fmt.Errorf("line %d is not NAME:HASH with a name used once and a bcrypt hash (htpasswd -nB NAME)", n)
 		}
 		out[name] = []byte(hash)
 		return nil
@@ -59,7 +59,7 @@ func eachEntry(r io.Reader, f func(n int, name, secret string) error) error {
 		return fmt.Errorf("read: %w", err)
 	}
 	if entries == 0 {
-		return fmt.Errorf("expected at least one NAME:SECRET line, found none")
+		return fmt.Errorf("no NAME:SECRET line in it")
 	}
 	return nil
 }
