@@ -139,6 +139,12 @@ func (p *Proc) HTTPAddr() string {
 	return p.WaitLog("http listening", 20*time.Second)["http_addr"].(string)
 }
 
+// OperateAddr waits for the process's operator listener (BRP_OPERATE_ADDR) and returns its
+// address.
+func (p *Proc) OperateAddr() string {
+	return p.WaitLog("operator pages listening", 20*time.Second)["operate_addr"].(string)
+}
+
 // Signal sends sig to the process.
 func (p *Proc) Signal(sig syscall.Signal) {
 	if p.cmd.Process != nil {
