@@ -149,6 +149,9 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
 	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
 		Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"})
+	for _, d := range []string{"database", "broker"} {
+		c.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
+	}
 	if reg == nil {
 		return
 	}

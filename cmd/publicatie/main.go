@@ -208,7 +208,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer db.Close()
 	reg := prometheus.NewRegistry()
 	pcfg.Registerer = reg
-	reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded))
+	reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded, pcfg.MaxInLevering))
 	pub, err := publicatie.New(db, pcfg, log)
 	if err != nil {
 		return err
