@@ -104,6 +104,13 @@ func (p *Proc) dump() {
 		p.Name, len(kept)-from, len(kept), debug, lastDebug, strings.Join(kept[from:], "\n"))
 }
 
+// Output returns every line the process wrote so far, as written.
+func (p *Proc) Output() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.raw...)
+}
+
 // Lines returns the log lines whose msg is msg, each with "_at" (when the test read it).
 func (p *Proc) Lines(msg string) []map[string]any {
 	p.mu.Lock()
