@@ -122,8 +122,9 @@ func parseFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) 
 // when g has a certificate, until ctx ends. It logs "operator pages listening" with the
 // address actually bound (operate_addr) and returns that address.
 func ServeOperate(ctx context.Context, addr ListenAddr, g *access.Guard, h http.Handler, log *slog.Logger) (string, error) {
-	return serve(ctx, addr, g.Wrap(h), g.TLSConfig(), log, "operator pages listening", "operate_addr",
-		slog.Bool("tls", g.TLSConfig() != nil), slog.String("auth", strings.Join(g.Methods(), ",")))
+	tc := g.TLSConfig()
+	return serve(ctx, addr, g.Wrap(h), tc, log, "operator pages listening", "operate_addr",
+		slog.Bool("tls", tc != nil), slog.String("auth", strings.Join(g.Methods(), ",")))
 }
 
 // Loopback reports whether l listens on a loopback address only: 127.0.0.0/8, ::1 or
