@@ -16,7 +16,9 @@ RUN go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/publicatie ./cmd/mutatiel
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/publicatie /out/mutatielevering /usr/local/bin/
 USER nonroot:nonroot
-# /metrics, /healthz and /readyz; inside a container the listener must take all interfaces.
+# /metrics, /healthz, /readyz (and the publisher's /status): no personal data. Inside a container
+# the listener must take all interfaces. The operator pages (BRP_OPERATE_ADDR) stay off unless
+# configured, and on all interfaces they need BRP_OPERATE_* authentication (README).
 ENV BRP_HTTP_ADDR=0.0.0.0:9464
 EXPOSE 9464
 CMD ["publicatie"]

@@ -172,6 +172,9 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
 	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
 		Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"})
+	for _, d := range []string{"database", "broker"} {
+		c.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
+	}
 	if reg == nil {
 		return
 	}
@@ -426,7 +429,7 @@ var errBadInput = errors.New("bad publication")
 func parse(m *stomp.Message) (int64, error) {
 	var p publication
 	if err := json.Unmarshal(m.Body, &p); err != nil {
-		return 0, fmt.Errorf("%w: body is not a publication: %v", errBadInput, err)
+		return 0, fmt.Errorf("%w: body is not a publication: %s", errBadInput, jsonProblem(err))
 	}
 	if p.ID == nil {
 		return 0, fmt.Errorf("%w: body has no id", errBadInput)
@@ -435,6 +438,20 @@ func parse(m *stomp.Message) (int64, error) {
 		return 0, fmt.Errorf("%w: admhnd-id header %q differs from body id %d", errBadInput, h, *p.ID)
 	}
 	return *p.ID, nil
+}
+
+// jsonProblem says what is wrong with a body without quoting it: encoding/json's errors quote
+// a misfit number, which in "personen" would be a persoon id in the log and the brp-reason.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s is not %s", te.Field, te.Type)
+	case errors.As(err, &se):
+		return fmt.Sprintf("not JSON (offset %d)", se.Offset)
+	}
+	return "not a JSON object"
 }
 
 // handle processes a batch until it is done, retrying transient database failures in place

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,17 +146,23 @@ func TestBadInputIsSetAside(t *testing.T) {
 		broker.Message{AdmhndID: 1, Body: []byte("not json")},
 		broker.Message{AdmhndID: 2, Body: []byte(`{"id": "two", "personen": []}`)},
 		broker.Message{AdmhndID: 3, Body: []byte(`{"personen": [1]}`)},
+		broker.Message{AdmhndID: 4, Body: []byte(`{"id": 4, "personen": [987654321.5]}`)},
 		publication(999, 1), // unknown id
 		publication(10, 100),
 	)
-	e.waitCounts(t, levering.Counts{Delivered: 1, Parked: 4})
+	e.waitCounts(t, levering.Counts{Delivered: 1, Parked: 5})
 	dead := e.dlq.Messages()
-	if len(dead) != 4 {
-		t.Fatalf("%d messages set aside, want 4", len(dead))
+	if len(dead) != 5 {
+		t.Fatalf("%d messages set aside, want 5", len(dead))
 	}
 	for _, m := range dead {
 		if m.Header["brp-reason"] == "" || m.Header["brp-original-message-id"] == "" {
 			t.Fatalf("set-aside message without reason or original id: %v", m.Header)
+		}
+		// The reason is logged too: it names the field, never a value from the personen.
+		if m.AdmhndID == 4 && (m.Header["brp-reason"] != "bad publication: body is not a publication: field personen is not int64" ||
+			strings.Contains(m.Header["brp-reason"], "987654321")) {
+			t.Fatalf("reason of a misfit persoon id: %q", m.Header["brp-reason"])
 		}
 	}
 	// Two workers may set them aside in either order; each keeps its original body.

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
-	"net/http/httptest"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +20,6 @@ import (
 
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
-	"github.com/brp/levering/operate"
 )
 
 // chromium finds the browser; its absence fails the test (CI installs it).
@@ -41,7 +43,7 @@ func runChromium(t *testing.T, args ...string) string {
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, chromium(t), append(base, args...)...)
+	cmd := exec.CommandContext(ctx, chromium(t), append(base, slices.DeleteFunc(args, func(a string) bool { return a == "" })...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -50,10 +52,10 @@ func runChromium(t *testing.T, args ...string) string {
 	return stdout.String()
 }
 
-// screenshot writes a PNG of url to file and checks it looks like one.
-func screenshot(t *testing.T, url, file, size string) {
+// screenshot writes a PNG of url to file (trust: a Chromium flag or "") and checks it looks like one.
+func screenshot(t *testing.T, trust, url, file, size string) {
 	t.Helper()
-	runChromium(t, "--screenshot="+file, "--window-size="+size, url)
+	runChromium(t, trust, "--screenshot="+file, "--window-size="+size, url)
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
@@ -63,32 +65,68 @@ func screenshot(t *testing.T, url, file, size string) {
 	}
 }
 
+// TestBrowserRendersStatusPage looks at the status page as an operator does: in Chromium,
+// through the real publicatie's operator listener, over TLS (Chromium trusts the test
+// server's key alone) with a user name and password.
 func TestBrowserRendersStatusPage(t *testing.T) {
-	db, _ := brptest.DB(t)
+	db, dbURL := brptest.DB(t)
 	ctx := context.Background()
 	now := time.Now()
 	if err := load.Insert(ctx, db, []load.Handeling{
-		{ID: 4242, Soort: "VERHUIZING", Tsreg: now.Add(-2 * time.Minute), Personen: []int64{77}},
-		{ID: 4243, Soort: "VERHUIZING", Tsreg: now.Add(-time.Minute), Personen: []int64{77}},
+		{ID: 4242, Soort: "VERHUIZING", Tsreg: now.Add(-2 * time.Minute), Personen: []int64{770077}},
+		{ID: 4243, Soort: "VERHUIZING", Tsreg: now.Add(-time.Minute), Personen: []int64{770077}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	const reden = "afnemerindicatie ontbreekt voor persoon 77"
+	const reden = "afnemerindicatie ontbreekt voor persoon 770077"
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = $1 where id = 4242`, reden)
-	srv := httptest.NewServer(operate.Handler(db, operate.OverviewConfig{}, func() (string, bool) { return "test-instance", false }))
-	defer srv.Close()
+	pki, ops := brptest.NewPKI(t, "operators CA"), brptest.NewOperators(t)
+	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), brptest.Env(dbURL, brptest.NewQueues(t), ops.Env(pki)...)...)
+	pub.WaitLog("became leader", time.Minute)
+	addr := pub.OperateAddr()
+	authed := "https://" + url.UserPassword(ops.User, ops.Password).String() + "@" + addr
+	trust := "--ignore-certificate-errors-spki-list=" + pki.ServerSPKI()
 
-	dom := runChromium(t, "--dump-dom", srv.URL+"/")
-	for _, want := range []string{"4242", reden, "publicatie fout retry 4242 --door NAME", "standby"} {
+	dom := runChromium(t, trust, "--dump-dom", authed+"/")
+	for _, want := range []string{"4242", "770077", reden, "publicatie fout retry 4242 --door NAME", "leads"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %q:\n%s", want, dom)
 		}
 	}
-	dom = runChromium(t, "--dump-dom", srv.URL+"/fout/4242")
+	dom = runChromium(t, trust, "--dump-dom", authed+"/fout/4242")
 	if !strings.Contains(dom, reden) || !strings.Contains(dom, "4243") {
 		t.Errorf("detail page DOM lacks the reason or the held-back 4243:\n%s", dom)
 	}
-	screenshot(t, srv.URL+"/", filepath.Join(t.TempDir(), "status.png"), "1280,900")
+	screenshot(t, trust, authed+"/", filepath.Join(t.TempDir(), "status.png"), "1280,900")
+
+	// Without credentials the browser is shown no person (headless Chromium renders nothing
+	// of a 401 that asks for a password), and the listener answered 401.
+	dom = runChromium(t, trust, "--dump-dom", "https://"+addr+"/fout/4242")
+	if strings.Contains(dom, "770077") || strings.Contains(dom, "afnemerindicatie") {
+		t.Errorf("unauthenticated DOM shows the person:\n%s", dom)
+	}
+	resp, err := pki.HTTPClient().Get("https://" + addr + "/fout/4242")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "770077") || strings.Contains(string(body), "afnemerindicatie") {
+		t.Errorf("unauthenticated GET: %d %q, want 401 without the person", resp.StatusCode, body)
+	}
+	// Each view is recorded with the operator and the handeling.
+	var fout []map[string]any
+	for _, l := range pub.Lines("operator page viewed") {
+		if l["operator"] != ops.User || l["auth"] != "basic" {
+			t.Errorf("audit line names someone else: %v", l)
+		}
+		if l["page"] == "fout" {
+			fout = append(fout, l)
+		}
+	}
+	if len(fout) != 1 || fout[0]["admhnd_id"] != float64(4242) {
+		t.Errorf("audit lines of the detail page: %v", fout)
+	}
 }
 
 // TestBrowserScreenshotForDocs writes a screenshot of a realistic status page to the file named
@@ -105,8 +143,7 @@ func TestBrowserScreenshotForDocs(t *testing.T) {
 	}
 	db, _ := brptest.DB(t)
 	realistic(t, db)
-	srv := httptest.NewServer(operate.Handler(db, operate.OverviewConfig{}, func() (string, bool) { return "brp-lev-01-48213-k2x9", true }))
-	defer srv.Close()
+	srv, _ := servePages(t, db, func() (string, bool) { return "brp-lev-01-48213-k2x9", true })
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +151,13 @@ func TestBrowserScreenshotForDocs(t *testing.T) {
 	if size == "" {
 		size = "1280,1040" // the whole page
 	}
-	screenshot(t, srv.URL+"/", out, size)
+	screenshot(t, "", srv.URL+"/", out, size)
 	if p := os.Getenv("BRP_WRITE_SCREENSHOT_DETAIL"); p != "" {
 		var id int64
 		if err := db.Get(&id, `select id from admhnd where statuslev = 'fout' and vrijgegeven is null order by tsreg desc limit 1`); err != nil {
 			t.Fatal(err)
 		}
-		screenshot(t, fmt.Sprintf("%s/fout/%d", srv.URL, id), p, size)
+		screenshot(t, "", fmt.Sprintf("%s/fout/%d", srv.URL, id), p, size)
 	}
 	t.Logf("wrote %s", out)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/operate/access"
 )
 
 // Handler serves the operator pages, read-only (actions stay on the command line, where they
@@ -20,22 +22,50 @@ import (
 //	GET /fout/{id}       one handeling's detail page (ShowFout)
 //	GET /overview.json   ReadOverview as JSON
 //
+// The pages show persoon ids and fout reasons, so Handler serves only requests that passed an
+// access.Guard (access.FromContext); any other gets 403. Every page served is recorded on log
+// as "operator page viewed" with the operator, the page, the handeling (admhnd_id) and the
+// HTTP status, never with persons. nil log means slog.Default().
+//
 // leader, when not nil, names this instance and says whether it publishes now; the page shows
 // it next to the lease. A database error yields 503 (the status page keeps refreshing).
-func Handler(db *sqlx.DB, cfg OverviewConfig, leader func() (instance string, leading bool)) http.Handler {
-	s := &server{db: db, cfg: cfg, leader: leader}
+func Handler(db *sqlx.DB, cfg OverviewConfig, leader func() (instance string, leading bool), log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &server{db: db, cfg: cfg, leader: leader, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.status)
 	mux.HandleFunc("GET /status.html", s.status)
 	mux.HandleFunc("GET /fout/{id}", s.fout)
 	mux.HandleFunc("GET /overview.json", s.json)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := access.FromContext(r.Context()); !ok {
+			log.Error("operator pages reached without access.Guard; refused", slog.String("path", r.URL.Path))
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 type server struct {
 	db     *sqlx.DB
 	cfg    OverviewConfig
 	leader func() (string, bool)
+	log    *slog.Logger
+}
+
+// viewed records that the request's operator was shown page (with code); id names the
+// handeling of a detail page, 0 for none.
+func (s *server) viewed(r *http.Request, page string, id int64, code int) {
+	op, _ := access.FromContext(r.Context())
+	attrs := []any{slog.String("operator", op.Name), slog.String("auth", op.Method), slog.String("page", page)}
+	if id != 0 {
+		attrs = append(attrs, slog.Int64("admhnd_id", id))
+	}
+	attrs = append(attrs, slog.Int("status", code), slog.String("remote_addr", r.RemoteAddr))
+	s.log.Info("operator page viewed", attrs...)
 }
 
 type statusPage struct {
@@ -59,8 +89,9 @@ type errorPage struct {
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	o, err := ReadOverview(r.Context(), s.db, s.cfg)
 	if err != nil {
-		slog.Warn("status page: overview failed", slog.Any("error", err))
+		s.log.Warn("status page: overview failed", slog.Any("error", err))
 		s.render(w, http.StatusServiceUnavailable, "error", errorPage{"Status unavailable", err.Error(), true})
+		s.viewed(r, "status", 0, http.StatusServiceUnavailable)
 		return
 	}
 	p := statusPage{O: o, Max: 1}
@@ -71,7 +102,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 		p.Instance, p.Leading = s.leader()
 		p.Known = true
 	}
-	s.render(w, http.StatusOK, "status", p)
+	s.viewed(r, "status", 0, s.render(w, http.StatusOK, "status", p))
 }
 
 func (s *server) fout(w http.ResponseWriter, r *http.Request) {
@@ -81,15 +112,17 @@ func (s *server) fout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := ShowFout(r.Context(), s.db, id, s.cfg)
+	var code int
 	switch {
 	case errors.Is(err, ErrNotFound):
-		s.render(w, http.StatusNotFound, "error", errorPage{"Not found", "There is no handeling " + strconv.FormatInt(id, 10) + ".", false})
+		code = s.render(w, http.StatusNotFound, "error", errorPage{"Not found", "There is no handeling " + strconv.FormatInt(id, 10) + ".", false})
 	case err != nil:
-		slog.Warn("status page: show fout failed", slog.Int64("admhnd_id", id), slog.Any("error", err))
-		s.render(w, http.StatusServiceUnavailable, "error", errorPage{"Handeling unavailable", err.Error(), false})
+		s.log.Warn("status page: show fout failed", slog.Int64("admhnd_id", id), slog.Any("error", err))
+		code = s.render(w, http.StatusServiceUnavailable, "error", errorPage{"Handeling unavailable", err.Error(), false})
 	default:
-		s.render(w, http.StatusOK, "fout", foutPage{D: d, Now: time.Now()})
+		code = s.render(w, http.StatusOK, "fout", foutPage{D: d, Now: time.Now()})
 	}
+	s.viewed(r, "fout", id, code)
 }
 
 func (s *server) json(w http.ResponseWriter, r *http.Request) {
@@ -99,19 +132,22 @@ func (s *server) json(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		s.viewed(r, "overview.json", 0, http.StatusServiceUnavailable)
 		return
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(o)
+	s.viewed(r, "overview.json", 0, http.StatusOK)
 }
 
-func (s *server) render(w http.ResponseWriter, code int, name string, data any) {
+// render writes the page and returns the HTTP status sent.
+func (s *server) render(w http.ResponseWriter, code int, name string, data any) int {
 	var b strings.Builder
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
-		slog.Error("status page: template failed", slog.String("template", name), slog.Any("error", err))
+		s.log.Error("status page: template failed", slog.String("template", name), slog.Any("error", err))
 		http.Error(w, "template error", http.StatusInternalServerError)
-		return
+		return http.StatusInternalServerError
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -121,6 +157,7 @@ func (s *server) render(w http.ResponseWriter, code int, name string, data any) 
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(b.String()))
+	return code
 }
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{

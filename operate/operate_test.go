@@ -1,10 +1,13 @@
 package operate_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -17,6 +20,7 @@ import (
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/operate"
+	"github.com/brp/levering/operate/access"
 )
 
 // The crafted data set. tsreg is base + the number of seconds given, so (tsreg, id) order is
@@ -379,11 +383,37 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// servePages serves the operator pages behind a guard that lets everyone in as a nameless
+// operator (the guard is access's to test) and returns the server and the pages' log.
+func servePages(t *testing.T, db *sqlx.DB, leader func() (string, bool)) (*httptest.Server, *bytes.Buffer) {
+	t.Helper()
+	var log bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&log, nil))
+	g, err := access.New(access.Config{Anonymous: true}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Wrap(operate.Handler(db, operate.OverviewConfig{}, leader, logger)))
+	t.Cleanup(srv.Close)
+	return srv, &log
+}
+
+func TestHandlerServesOnlyBehindAGuard(t *testing.T) {
+	db, _ := brptest.DB(t)
+	craft(t, db)
+	srv := httptest.NewServer(operate.Handler(db, operate.OverviewConfig{}, nil, slog.New(slog.DiscardHandler)))
+	defer srv.Close()
+	for _, path := range []string{"/", "/fout/1", "/overview.json"} {
+		if code, body := get(t, srv.URL+path); code != http.StatusForbidden || strings.Contains(body, reden1) {
+			t.Errorf("GET %s without a guard: %d %q, want 403", path, code, body)
+		}
+	}
+}
+
 func TestHandler(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
-	srv := httptest.NewServer(operate.Handler(db, operate.OverviewConfig{}, func() (string, bool) { return "host-a-123", true }))
-	defer srv.Close()
+	srv, log := servePages(t, db, func() (string, bool) { return "host-a-123", true })
 
 	for _, path := range []string{"/", "/status.html"} {
 		code, body := get(t, srv.URL+path)
@@ -442,6 +472,38 @@ func TestHandler(t *testing.T) {
 	if !strings.Contains(body, `"seconds_since_activity"`) || !strings.Contains(body, `"persoon_id"`) || !strings.Contains(body, `"foutreden"`) {
 		t.Errorf("overview.json keys are not snake_case:\n%s", body)
 	}
+
+	// Every page served is recorded: who, which page, which handeling, nothing else.
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["msg"] == "operator page viewed" {
+			delete(m, "time")
+			delete(m, "remote_addr")
+			lines = append(lines, m)
+		}
+	}
+	want := []string{"status 200", "status 200", "fout 15 200", "fout 999 404", "overview.json 200"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d audit lines, want %d (%v):\n%s", len(lines), len(want), want, log)
+	}
+	for i, m := range lines {
+		got := fmt.Sprint(m["page"])
+		if id, ok := m["admhnd_id"]; ok {
+			got += fmt.Sprint(" ", id)
+		}
+		got += fmt.Sprint(" ", m["status"])
+		keys := 6 // level, msg, operator, auth, page, status
+		if _, ok := m["admhnd_id"]; ok {
+			keys++
+		}
+		if got != want[i] || m["level"] != "INFO" || m["operator"] != "" || m["auth"] != "none" || len(m) != keys {
+			t.Errorf("audit line %d: %v, want %s by the nameless operator and no other keys", i, m, want[i])
+		}
+	}
 }
 
 func TestHandlerEscapes(t *testing.T) {
@@ -455,8 +517,7 @@ func TestHandlerEscapes(t *testing.T) {
 	}
 	const evil = `<script>alert("pwned")</script>`
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = $1 where id = 1`, evil)
-	srv := httptest.NewServer(operate.Handler(db, operate.OverviewConfig{}, nil))
-	defer srv.Close()
+	srv, _ := servePages(t, db, nil)
 	for _, path := range []string{"/", "/fout/1"} {
 		code, body := get(t, srv.URL+path)
 		if code != http.StatusOK {

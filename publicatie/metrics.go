@@ -42,40 +42,50 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects)
 	}
+	for _, d := range []string{"database", "broker"} {
+		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
+	}
 	return m
 }
 
 // BacklogCollector reports, at every scrape, the work in the database: handelingen to be
-// delivered (backlog), in levering, fout, and the age of the oldest undelivered one. The
+// delivered (backlog), in levering (and the cap on it), fout (and of those the ones no
+// operator released yet), and the age of the oldest undelivered one. The
 // queries use the partial indexes on open work, so a scrape costs the same however long the
 // history. Register it in one process per database (the publisher does).
 type BacklogCollector struct {
-	db       *sqlx.DB
-	excluded []string
-	backlog  *prometheus.Desc
-	inLev    *prometheus.Desc
-	fout     *prometheus.Desc
-	oldest   *prometheus.Desc
-	up       *prometheus.Desc
+	db            *sqlx.DB
+	excluded      []string
+	maxInLevering int
+	backlog       *prometheus.Desc
+	inLev         *prometheus.Desc
+	maxInLev      *prometheus.Desc
+	fout          *prometheus.Desc
+	unreleased    *prometheus.Desc
+	oldest        *prometheus.Desc
+	up            *prometheus.Desc
 }
 
-// NewBacklogCollector returns a collector over db; excluded are the soorten not delivered.
-func NewBacklogCollector(db *sqlx.DB, excluded []string) *BacklogCollector {
+// NewBacklogCollector returns a collector over db; excluded are the soorten not delivered,
+// maxInLevering the publisher's cap on handelingen in levering (reported as it is).
+func NewBacklogCollector(db *sqlx.DB, excluded []string, maxInLevering int) *BacklogCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(MetricsNamespace, "", name), help, nil, nil)
 	}
-	return &BacklogCollector{db: db, excluded: excluded,
-		backlog: d("backlog_handelingen", "Handelingen still to be delivered (statuslev NULL, soort not excluded)."),
-		inLev:   d("in_levering_handelingen", "Handelingen in levering."),
-		fout:    d("fout_handelingen", "Handelingen in fout."),
-		oldest:  d("oldest_undelivered_age_seconds", "Age (now - tsreg) of the oldest handeling not yet delivered; 0 when none."),
-		up:      d("database_up", "1 if the last scrape could read the database."),
+	return &BacklogCollector{db: db, excluded: excluded, maxInLevering: maxInLevering,
+		backlog:    d("backlog_handelingen", "Handelingen still to be delivered (statuslev NULL, soort not excluded)."),
+		inLev:      d("in_levering_handelingen", "Handelingen in levering."),
+		maxInLev:   d("max_in_levering_handelingen", "The publisher's cap on handelingen in levering (MAXINLEVERING)."),
+		fout:       d("fout_handelingen", "Handelingen in fout."),
+		unreleased: d("fout_unreleased_handelingen", "Handelingen in fout that no operator released (under the strict policy they hold back their persons)."),
+		oldest:     d("oldest_undelivered_age_seconds", "Age (now - tsreg) of the oldest handeling not yet delivered; 0 when none."),
+		up:         d("database_up", "1 if the last scrape could read the database."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.backlog, c.inLev, c.fout, c.oldest, c.up} {
+	for _, d := range []*prometheus.Desc{c.backlog, c.inLev, c.maxInLev, c.fout, c.unreleased, c.oldest, c.up} {
 		ch <- d
 	}
 }
@@ -84,15 +94,17 @@ func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var backlog, inLev, fout int64
+	ch <- prometheus.MustNewConstMetric(c.maxInLev, prometheus.GaugeValue, float64(c.maxInLevering))
+	var backlog, inLev, fout, unreleased int64
 	var oldest float64
 	err := c.db.QueryRowxContext(ctx, `select
 		(select count(*) from admhnd where statuslev is null and soort <> all($1::text[])),
 		(select count(*) from admhnd where statuslev = 'in_levering'),
 		(select count(*) from admhnd where statuslev = 'fout'),
+		(select count(*) from admhnd where statuslev = 'fout' and vrijgegeven is null),
 		coalesce(extract(epoch from now() - (
 			select min(tsreg) from admhnd where (statuslev is null and soort <> all($1::text[])) or statuslev = 'in_levering'
-		))::float8, 0)`, pq.Array(c.excluded)).Scan(&backlog, &inLev, &fout, &oldest)
+		))::float8, 0)`, pq.Array(c.excluded)).Scan(&backlog, &inLev, &fout, &unreleased, &oldest)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
@@ -101,5 +113,6 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(backlog))
 	ch <- prometheus.MustNewConstMetric(c.inLev, prometheus.GaugeValue, float64(inLev))
 	ch <- prometheus.MustNewConstMetric(c.fout, prometheus.GaugeValue, float64(fout))
+	ch <- prometheus.MustNewConstMetric(c.unreleased, prometheus.GaugeValue, float64(unreleased))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest)
 }

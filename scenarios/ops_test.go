@@ -75,6 +75,10 @@ func TestMetricsMoveWhenHandelingenFlow(t *testing.T) {
 		{pm, "brp_levering_backlog_handelingen", 0},
 		{pm, "brp_levering_in_levering_handelingen", 0},
 		{pm, "brp_levering_fout_handelingen", 2},
+		{pm, "brp_levering_fout_unreleased_handelingen", 2},
+		{pm, "brp_levering_max_in_levering_handelingen", 1000},
+		{pm, `brp_levering_reconnects_total{dependency="database"}`, 0},
+		{cm, `brp_levering_reconnects_total{dependency="broker"}`, 0},
 		{pm, "brp_levering_publicatie_leader", 1},
 		{cm, "brp_levering_delivered_total", want},
 		{cm, "brp_levering_fout_total", 2},
@@ -183,7 +187,7 @@ func TestOperatorReleaseAndRetryUnblockPersons(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.consumers(t, 1, 2)
-	w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
+	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
 	time.Sleep(2 * time.Second)
 	if s2, s4 := brptest.Status(t, w.db, 2), brptest.Status(t, w.db, 4); s2 != "" || s4 != "" {
 		t.Fatalf("strict policy let later handelingen pass a fout one: 2=%q 4=%q", s2, s4)
@@ -208,6 +212,11 @@ func TestOperatorReleaseAndRetryUnblockPersons(t *testing.T) {
 		}
 		return nil
 	})
+	// 1 stays fout, released: it needs no operator any more.
+	if m := scrape(t, pub); m["brp_levering_fout_handelingen"] != 1 || m["brp_levering_fout_unreleased_handelingen"] != 0 {
+		t.Errorf("after release and retry: fout %v, unreleased %v; want 1 and 0",
+			m["brp_levering_fout_handelingen"], m["brp_levering_fout_unreleased_handelingen"])
+	}
 	var audit []string
 	if err := w.db.Select(&audit, `select admhnd_id || ':' || actie || ':' || door from admhnd_beheer order by id`); err != nil {
 		t.Fatal(err)

@@ -7,12 +7,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh up
 scripts/services.sh up-rabbitmq
-# The status page is tested in headless Chromium.
-if ! command -v chromium >/dev/null; then
-  echo "test: installing chromium for the status page test" >&2
+# Tools the tests run, from Debian packages: headless Chromium (the status page), promtool
+# (package prometheus: the alert rules and their unit tests), docker-compose (the compose files,
+# checked without an engine).
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v promtool >/dev/null || missing+=(prometheus)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
+if ((${#missing[@]})); then
+  echo "test: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get -o DPkg::Lock::Timeout=300 update -qq
-  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Only promtool is wanted: where systemd runs, Debian starts the packaged Prometheus server.
+  if [[ " ${missing[*]} " == *" prometheus "* && -d /run/systemd/system ]]; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 fi
 eval "$(scripts/services.sh env)"
 go vet ./...

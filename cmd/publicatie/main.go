@@ -29,6 +29,7 @@ import (
 
 type config struct {
 	setup.Common
+	setup.Operate
 	HTTPAddr      setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
 	Delay         setup.Millis     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" default:"5000"`
 	Limit         setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" default:"5000"`
@@ -181,6 +182,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	guard, err := cfg.Operate.Guard(log)
+	if err != nil {
+		return err
+	}
 	session := cfg.Session(command)
 	listenDSN, err := dbsession.DSN(string(cfg.DatabaseURL), session)
 	if err != nil {
@@ -217,7 +222,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer db.Close()
 	reg := prometheus.NewRegistry()
 	pcfg.Registerer = reg
-	reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded))
+	reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded, pcfg.MaxInLevering))
 	pub, err := publicatie.New(db, pcfg, log)
 	if err != nil {
 		return err
@@ -233,9 +238,16 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 		_ = json.NewEncoder(w).Encode(st)
 	})
-	// The status view for people: backlog, in levering, blocked persons, the fout list.
-	mux.Handle("/", operate.Handler(db, cfg.overview(), func() (string, bool) { return pub.Config().Instance, pub.Leader() }))
+	// The pages with persons have a listener of their own, behind authentication; the probe
+	// listener (often open to the whole network for Prometheus) only says where they went.
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "The operator pages are served on BRP_OPERATE_ADDR, not here.", http.StatusNotFound)
+	})
 	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
+		return err
+	}
+	pages := operate.Handler(db, cfg.overview(), func() (string, bool) { return pub.Config().Instance, pub.Leader() }, log)
+	if _, err := setup.ServeOperate(ctx, cfg.OperateAddr, guard, pages, log); err != nil {
 		return err
 	}
 	return pub.Run(ctx)

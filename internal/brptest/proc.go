@@ -105,6 +105,13 @@ func (p *Proc) dump() {
 		p.Name, len(kept)-from, len(kept), debug, lastDebug, strings.Join(kept[from:], "\n"))
 }
 
+// Output returns every line the process wrote so far, as written.
+func (p *Proc) Output() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.raw...)
+}
+
 // Lines returns the log lines whose msg is msg, each with "_at" (when the test read it).
 func (p *Proc) Lines(msg string) []map[string]any {
 	p.mu.Lock()
@@ -138,6 +145,12 @@ func (p *Proc) WaitLog(msg string, timeout time.Duration) map[string]any {
 // HTTPAddr waits for the process's status listener and returns its address.
 func (p *Proc) HTTPAddr() string {
 	return p.WaitLog("http listening", 20*time.Second)["http_addr"].(string)
+}
+
+// OperateAddr waits for the process's operator listener (BRP_OPERATE_ADDR) and returns its
+// address.
+func (p *Proc) OperateAddr() string {
+	return p.WaitLog("operator pages listening", 20*time.Second)["operate_addr"].(string)
 }
 
 // Signal sends sig to the process.

@@ -50,6 +50,24 @@ var publicatieBad = [][2]string{
 	{"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT", "0"},
 	{"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT", "soon"},
 	{"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP", "sometimes"},
+	// The operator listener: not on the network without a way to authenticate operators.
+	{"BRP_OPERATE_ADDR", "nowhere"},
+	{"BRP_OPERATE_ADDR", "0.0.0.0:0"},
+	{"BRP_OPERATE_ADDR", ":0"},
+	{"BRP_OPERATE_ADDR", "[::]:0"},
+	{"BRP_OPERATE_ADDR", "brp.example.invalid:9465"},
+	{"BRP_OPERATE_TLS_CERT", "/nonexistent/cert.pem"},
+	{"BRP_OPERATE_TLS_KEY", "/nonexistent/key.pem"},
+	{"BRP_OPERATE_CLIENT_CA", "/nonexistent/ca.pem"},
+	{"BRP_OPERATE_TOKEN_FILE", "/nonexistent/tokens"},
+	{"BRP_OPERATE_TOKEN_FILE", "/etc/hostname"},
+	{"BRP_OPERATE_USERS_FILE", "/nonexistent/users"},
+	{"BRP_OPERATE_USERS_FILE", "/etc/hostname"},
+	{"BRP_OPERATE_PROXY_HEADER", "X-Forwarded-Email"},
+	{"BRP_OPERATE_PROXY_HEADER", "X Forwarded"},
+	{"BRP_OPERATE_PROXY_HEADER", "Authorization"},
+	{"BRP_OPERATE_PROXY_ADDRS", "10.0.0.7"},
+	{"BRP_OPERATE_PROXY_ADDRS", "proxy.example"},
 }
 
 var mutatieleveringBad = [][2]string{

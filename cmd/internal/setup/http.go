@@ -2,12 +2,15 @@ package setup
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,8 +19,15 @@ import (
 )
 
 // Serve listens on addr (unless it is "off") and serves h until ctx ends; shutdown is bounded.
-// It returns the address actually bound (port 0 picks one) after the listener is up.
+// It logs "http listening" with the address actually bound (http_addr; port 0 picks one) and
+// returns that address after the listener is up.
 func Serve(ctx context.Context, addr ListenAddr, h http.Handler, log *slog.Logger) (string, error) {
+	return serve(ctx, addr, h, nil, log, "http listening", "http_addr")
+}
+
+// serve is Serve with TLS when tc is not nil, announced as msg with the bound address under
+// key, plus attrs.
+func serve(ctx context.Context, addr ListenAddr, h http.Handler, tc *tls.Config, log *slog.Logger, msg, key string, attrs ...any) (string, error) {
 	if addr == "off" || addr == "" {
 		return "", nil
 	}
@@ -25,10 +35,14 @@ func Serve(ctx context.Context, addr ListenAddr, h http.Handler, log *slog.Logge
 	if err != nil {
 		return "", fmt.Errorf("http: listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, TLSConfig: tc,
+		ErrorLog: stdlog.New(serverErrors{log, key, ln.Addr().String()}, "", 0)}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server stopped", slog.Any("error", err))
+			log.Error("http server stopped", slog.String(key, ln.Addr().String()), slog.Any("error", err))
 		}
 	}()
 	go func() {
@@ -37,8 +51,26 @@ func Serve(ctx context.Context, addr ListenAddr, h http.Handler, log *slog.Logge
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("http listening", slog.String("http_addr", ln.Addr().String()))
+	log.Info(msg, append([]any{slog.String(key, ln.Addr().String())}, attrs...)...)
 	return ln.Addr().String(), nil
+}
+
+// serverErrors logs what net/http reports (a TLS handshake that failed, for instance a
+// client certificate refused) as "http server error" at warn, except connections that just
+// ended: browsers open spare connections and close them unused.
+type serverErrors struct {
+	log       *slog.Logger
+	key, addr string
+}
+
+func (e serverErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.HasSuffix(msg, ": EOF") || strings.HasSuffix(msg, "connection reset by peer") {
+		level = slog.LevelDebug
+	}
+	e.log.Log(context.Background(), level, "http server error", slog.String(e.key, e.addr), slog.String("error", msg))
+	return len(p), nil
 }
 
 // Check is one readiness condition: nil means ready.
