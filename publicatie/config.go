@@ -82,7 +82,7 @@ var ErrConfig = errors.New("publicatie: invalid config")
 // DefaultRedeliveryTimeout is Config.RedeliveryTimeout's default. It is the last resort, for
 // publications the broker lost or dead-lettered: a consumer that froze or was cut off holding
 // one hands it back sooner, through the broker (3 x the STOMP heart-beat, 15 s by default) and
-// its batch timeout (30 s by default), so the republication does not race those.
+// its batch timeout (20 s by default), so the republication does not race those.
 const DefaultRedeliveryTimeout = time.Minute
 
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).

@@ -28,7 +28,7 @@ type config struct {
 	Workers         setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"2"`
 	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50"`
 	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH"` // unset: workers x batch
-	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"30"`
+	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20"`
 }
 
 func main() {
