@@ -312,7 +312,8 @@ func TestRoundHorizonIgnoresTheServicesOwnSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer frozen.Rollback() //nolint:errcheck
-	if _, err := frozen.Exec(`select 1`); err != nil { // the transaction starts here
+	// The transaction starts with its first statement.
+	if _, err := frozen.Exec(`select 1`); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
