@@ -20,7 +20,7 @@ import (
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // goRun runs fn in the background until the test ends.
-func goRun(t *testing.T, fn func(ctx context.Context) error) {
+func goRun(t testing.TB, fn func(ctx context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -34,7 +34,7 @@ func goRun(t *testing.T, fn func(ctx context.Context) error) {
 
 // watchInLevering samples the number of handelingen in levering until the test ends and
 // returns a function giving the highest value seen.
-func watchInLevering(t *testing.T, db *sqlx.DB) func() int64 {
+func watchInLevering(t testing.TB, db *sqlx.DB) func() int64 {
 	var peak atomic.Int64
 	goRun(t, func(ctx context.Context) error {
 		for ctx.Err() == nil {
@@ -52,13 +52,13 @@ func watchInLevering(t *testing.T, db *sqlx.DB) func() int64 {
 // verifyDelivered checks the contract's guarantees once the run is over: every handeling not
 // excluded is geleverd (or fout when it has no persons), the excluded ones are untouched, and
 // the verzending queue shows every delivered handeling in per-person order.
-func verifyDelivered(t *testing.T, db *sqlx.DB, hs []load.Handeling, verzending *brptest.Reader) load.OrderReport {
+func verifyDelivered(t testing.TB, db *sqlx.DB, hs []load.Handeling, verzending *brptest.Reader) load.OrderReport {
 	t.Helper()
 	return verifyDeliveredWithin(t, db, hs, verzending, 3*time.Minute)
 }
 
 // verifyDeliveredWithin is verifyDelivered with the time the run may still take.
-func verifyDeliveredWithin(t *testing.T, db *sqlx.DB, hs []load.Handeling, verzending *brptest.Reader, within time.Duration) load.OrderReport {
+func verifyDeliveredWithin(t testing.TB, db *sqlx.DB, hs []load.Handeling, verzending *brptest.Reader, within time.Duration) load.OrderReport {
 	t.Helper()
 	want := 0
 	wantFout := 0

@@ -19,13 +19,13 @@ import (
 )
 
 // brokers are the brokers a gray-failure test runs on where the broker matters.
-func brokers(t *testing.T) map[string]broker.Config {
+func brokers(t testing.TB) map[string]broker.Config {
 	return map[string]broker.Config{"ActiveMQ": brptest.Broker(), "RabbitMQ": brptest.RabbitMQ(t)}
 }
 
 // idleInTransaction counts the sessions of p (by application_name) that are idle inside a
 // transaction: what a frozen process holds in the database.
-func (w *world) idleInTransaction(t *testing.T, p *brptest.Proc, command string) int {
+func (w *world) idleInTransaction(t testing.TB, p *brptest.Proc, command string) int {
 	t.Helper()
 	var n int
 	if err := w.db.Get(&n, `select count(*) from pg_stat_activity

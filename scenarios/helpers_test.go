@@ -29,12 +29,12 @@ type world struct {
 }
 
 // newWorld sets up a scenario on the shared services.
-func newWorld(t *testing.T, spec load.Spec) *world {
+func newWorld(t testing.TB, spec load.Spec) *world {
 	return newWorldOn(t, nil, spec)
 }
 
 // newWorldOn sets up a scenario on svc, or on the shared services when svc is nil.
-func newWorldOn(t *testing.T, svc *brptest.Services, spec load.Spec) *world {
+func newWorldOn(t testing.TB, svc *brptest.Services, spec load.Spec) *world {
 	t.Helper()
 	if svc != nil {
 		return makeWorld(t, svc, svc.Broker(), spec)
@@ -43,11 +43,11 @@ func newWorldOn(t *testing.T, svc *brptest.Services, spec load.Spec) *world {
 }
 
 // newWorldBroker sets up a scenario on the shared database and broker b.
-func newWorldBroker(t *testing.T, b broker.Config, spec load.Spec) *world {
+func newWorldBroker(t testing.TB, b broker.Config, spec load.Spec) *world {
 	return makeWorld(t, nil, b, spec)
 }
 
-func makeWorld(t *testing.T, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
+func makeWorld(t testing.TB, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
 	t.Helper()
 	w := makeEmptyWorld(t, svc, b, spec)
 	if err := load.Insert(context.Background(), w.db, w.hs); err != nil {
@@ -57,7 +57,7 @@ func makeWorld(t *testing.T, svc *brptest.Services, b broker.Config, spec load.S
 }
 
 // makeEmptyWorld is makeWorld without inserting the workload w.hs.
-func makeEmptyWorld(t *testing.T, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
+func makeEmptyWorld(t testing.TB, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
 	t.Helper()
 	w := &world{svc: svc, broker: b, q: brptest.NewQueues(t), hs: load.Generate(spec)}
 	if svc != nil {
@@ -75,12 +75,12 @@ func (w *world) env(extra ...string) []string {
 }
 
 // consumerProc starts a real mutatielevering process.
-func (w *world) consumerProc(t *testing.T, name, bin string, env ...string) *brptest.Proc {
+func (w *world) consumerProc(t testing.TB, name, bin string, env ...string) *brptest.Proc {
 	return brptest.Start(t, name, bin, w.env(env...)...)
 }
 
 // publisher runs an in-process publisher until the test ends.
-func (w *world) publisher(t *testing.T, cfg publicatie.Config) *publicatie.Publisher {
+func (w *world) publisher(t testing.TB, cfg publicatie.Config) *publicatie.Publisher {
 	t.Helper()
 	cfg.Queue, cfg.ListenURL, cfg.Broker = w.q.Publicatie, w.dbURL, w.broker
 	p, err := publicatie.New(w.db, cfg, quiet())
@@ -92,7 +92,7 @@ func (w *world) publisher(t *testing.T, cfg publicatie.Config) *publicatie.Publi
 }
 
 // consumers runs n in-process consumers until the test ends.
-func (w *world) consumers(t *testing.T, n, workers int) {
+func (w *world) consumers(t testing.TB, n, workers int) {
 	t.Helper()
 	for range n {
 		c, err := levering.New(w.db, levering.Config{Queue: w.q.Publicatie, VerzendingQueue: w.q.Verzending,
@@ -105,21 +105,21 @@ func (w *world) consumers(t *testing.T, n, workers int) {
 }
 
 // publisherProc starts a real publicatie process on the world's database and queues.
-func (w *world) publisherProc(t *testing.T, name, bin string, env ...string) *brptest.Proc {
+func (w *world) publisherProc(t testing.TB, name, bin string, env ...string) *brptest.Proc {
 	return brptest.Start(t, name, bin, w.env(env...)...)
 }
 
-func (w *world) verify(t *testing.T) load.OrderReport {
+func (w *world) verify(t testing.TB) load.OrderReport {
 	t.Helper()
 	return verifyDelivered(t, w.db, w.hs, w.verzending)
 }
 
-func (w *world) delivered(t *testing.T) int {
+func (w *world) delivered(t testing.TB) int {
 	return brptest.Statuses(t, w.db)["geleverd"]
 }
 
 // waitDelivered waits (up to a minute) until at least n handelingen are geleverd.
-func (w *world) waitDelivered(t *testing.T, n int) {
+func (w *world) waitDelivered(t testing.TB, n int) {
 	t.Helper()
 	brptest.Eventually(t, time.Minute, func() error {
 		if d := w.delivered(t); d < n {
@@ -150,7 +150,7 @@ func total(m map[int64]int) int {
 }
 
 // status reads a publisher's status document.
-func status(t *testing.T, p *brptest.Proc) publicatie.Status {
+func status(t testing.TB, p *brptest.Proc) publicatie.Status {
 	t.Helper()
 	resp, err := http.Get("http://" + p.HTTPAddr() + "/status")
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // scrape reads a process's /metrics and returns the samples without labels, by name.
-func scrape(t *testing.T, p *brptest.Proc) map[string]float64 {
+func scrape(t testing.TB, p *brptest.Proc) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + p.HTTPAddr() + "/metrics")
 	if err != nil {
@@ -42,7 +42,7 @@ func scrape(t *testing.T, p *brptest.Proc) map[string]float64 {
 }
 
 // readyz returns a process's readiness code and body.
-func readyz(t *testing.T, p *brptest.Proc) (int, map[string]any) {
+func readyz(t testing.TB, p *brptest.Proc) (int, map[string]any) {
 	t.Helper()
 	resp, err := http.Get("http://" + p.HTTPAddr() + "/readyz")
 	if err != nil {
@@ -156,7 +156,7 @@ func TestSigtermDuringRunExitsCleanlyAndLosesNothing(t *testing.T) {
 }
 
 // runCLI runs a publicatie subcommand against the world's database and returns its output.
-func (w *world) runCLI(t *testing.T, args ...string) string {
+func (w *world) runCLI(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(brptest.Build(t, "cmd/publicatie"), args...)
 	cmd.Env = append(os.Environ(), "BRP_DATABASE_URL="+w.dbURL, "BRP_LOG_FORMAT=json")

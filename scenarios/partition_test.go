@@ -17,7 +17,7 @@ import (
 )
 
 // dbProxy starts a fault proxy in front of the world's database server.
-func (w *world) dbProxy(t *testing.T) *brptest.Proxy {
+func (w *world) dbProxy(t testing.TB) *brptest.Proxy {
 	t.Helper()
 	u, err := url.Parse(w.dbURL)
 	if err != nil {
@@ -38,7 +38,7 @@ func deliveredBy(p *brptest.Proc, from time.Time) int {
 }
 
 // waitDeliveredBy waits until p has delivered something.
-func waitDeliveredBy(t *testing.T, p *brptest.Proc) {
+func waitDeliveredBy(t testing.TB, p *brptest.Proc) {
 	t.Helper()
 	brptest.Eventually(t, time.Minute, func() error {
 		if deliveredBy(p, time.Time{}) == 0 {

@@ -19,7 +19,7 @@ import (
 // length stays short too.
 const stompTimeout = 10 * time.Second
 
-func pausedPipeline(t *testing.T, svc *brptest.Services, seed uint64) (*world, *brptest.Proc, []*brptest.Proc) {
+func pausedPipeline(t testing.TB, svc *brptest.Services, seed uint64) (*world, *brptest.Proc, []*brptest.Proc) {
 	t.Helper()
 	w := newWorldOn(t, svc, load.Spec{N: 4000, Personen: 400, Multi: 0.3, Excluded: 0.05, Seed: seed})
 	timeout := "BRP_STOMP_TIMEOUT=" + stompTimeout.String()
