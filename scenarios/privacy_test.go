@@ -179,6 +179,13 @@ func TestOperatorListenerLetsOnlyOperatorsIn(t *testing.T) {
 			t.Errorf("%s authenticated: %d, want 200 with the fout reason:\n%s", c.path, code, body)
 		}
 	}
+	// The audit line is written after the response, and reaches the test through a pipe.
+	brptest.Eventually(t, 10*time.Second, func() error {
+		if n, m := len(pw.pub.Lines("operator page viewed")), len(pw.pub.Lines("operator request refused")); n < 3 || m < 12 {
+			return fmt.Errorf("%d audit lines and %d refusals logged so far", n, m)
+		}
+		return nil
+	})
 	var got []string
 	for _, l := range pw.pub.Lines("operator page viewed") {
 		s := fmt.Sprint(l["auth"], " ", l["operator"], " ", l["page"])
