@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,6 +146,7 @@ type Consumer struct {
 
 	stmts   *prepared.Cache // deliverSQL
 	batches []*batch        // one per worker
+	dialer  *broker.Dialer
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
@@ -153,7 +155,11 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB)}
+	dialer, err := broker.NewDialer(cfg.Broker)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
+	}
+	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB), dialer: dialer}
 	for range cfg.Workers {
 		c.batches = append(c.batches, &batch{})
 	}
@@ -196,11 +202,20 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 			}
 			return 0
 		}),
-		c.processing, c.reconnects)
+		c.processing, c.reconnects, c.dialer.NodeCollector(MetricsNamespace))
 }
 
 // Connected reports whether the consumer is subscribed to the publication queue now.
 func (c *Consumer) Connected() bool { return c.connected.Load() }
+
+// BrokerNode returns the broker node (host:port) the consumer is subscribed on, or "" while
+// it is not.
+func (c *Consumer) BrokerNode() string {
+	if !c.connected.Load() {
+		return ""
+	}
+	return c.dialer.Current()
+}
 
 // Stuck returns an error naming the workers that have held their batch for longer than
 // BatchTimeout (they are being handed back), or nil: readiness.
@@ -242,15 +257,18 @@ func (c *Consumer) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	failing := false
 	for ctx.Err() == nil {
-		connected, err := c.session(ctx)
+		node, err := c.session(ctx)
 		if ctx.Err() != nil {
 			break
 		}
+		connected := node != ""
 		if connected {
 			backoff = 100 * time.Millisecond
+		} else {
+			node = c.cfg.Broker.Addr // every node failed; the error says how
 		}
 		if !failing || connected {
-			c.log.Warn("broker connection lost, reconnecting", slog.Any("error", err), slog.String("addr", c.cfg.Broker.Addr))
+			c.log.Warn("broker connection lost, reconnecting", slog.Any("error", err), slog.String("addr", node))
 			c.reconnects.WithLabelValues("broker").Inc()
 		}
 		failing = true
@@ -269,30 +287,44 @@ func (c *Consumer) Run(ctx context.Context) error {
 // Each worker receives on a connection of its own, with one cumulative subscription, and
 // handles its messages in delivery order, so one ack frame acknowledges a whole batch. Sends go
 // over one more connection: a receipt awaited on a subscribing connection can deadlock behind
-// prefetched messages (go-stomp reads frames in one loop).
-func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
-	send, err := broker.Dial(ctx, c.cfg.Broker)
+// prefetched messages (go-stomp reads frames in one loop). All of them go to one broker node
+// (the Dialer stays with the node that answered) unless that node fails meanwhile. node is the
+// node (or nodes) of the session once subscribed, "" if it never got that far.
+func (c *Consumer) session(ctx context.Context) (node string, err error) {
+	var conns []*broker.Conn
+	defer func() {
+		for _, conn := range conns {
+			conn.Close()
+			if err != nil && ctx.Err() == nil {
+				c.dialer.Lost(conn) // the next session starts at the next node
+			}
+		}
+	}()
+	send, err := c.dialer.Dial(ctx)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	defer send.Close()
+	conns = append(conns, send)
 	subs := make([]*broker.Subscription, c.cfg.Workers)
 	perWorker := (c.cfg.Prefetch + c.cfg.Workers - 1) / c.cfg.Workers
-	conns := []*broker.Conn{send}
+	nodes := []string{send.Node}
 	var recv *broker.Conn
 	for i := range subs {
-		if recv, err = broker.Dial(ctx, c.cfg.Broker); err != nil {
-			return false, err
+		if recv, err = c.dialer.Dial(ctx); err != nil {
+			return "", err
 		}
-		defer recv.Close()
 		conns = append(conns, recv)
+		if !slices.Contains(nodes, recv.Node) {
+			nodes = append(nodes, recv.Node)
+		}
 		// The subscription is not tied to ctx: on shutdown the workers finish what they hold
 		// and then the connection is closed, which hands back what was prefetched.
 		if subs[i], err = recv.SubscribeCumulative(context.Background(), c.cfg.Queue, perWorker); err != nil {
-			return false, err
+			return "", err
 		}
 	}
-	c.log.Info("connected to broker", slog.String("addr", c.cfg.Broker.Addr), slog.String("server", recv.Server),
+	node = strings.Join(nodes, ",")
+	c.log.Info("connected to broker", slog.String("addr", node), slog.String("server", recv.Server),
 		slog.String("heart_beats", recv.HeartBeats))
 	c.connected.Store(true)
 	defer c.connected.Store(false)
@@ -328,9 +360,9 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 	}
 	wg.Wait()
 	if err := context.Cause(sctx); err != nil && !errors.Is(err, context.Canceled) {
-		return true, err
+		return node, err
 	}
-	return true, ctx.Err()
+	return node, ctx.Err()
 }
 
 // watch hands back the batches of this session that a worker has held for longer than
