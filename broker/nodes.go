@@ -127,26 +127,30 @@ func (d *Dialer) Current() string {
 	return d.current
 }
 
-// NodeCollector returns the gauge <namespace>_broker_node{node}: 1 for the node this process
-// uses (Current), 0 for the other configured nodes.
-func (d *Dialer) NodeCollector(namespace string) prometheus.Collector {
-	return &nodeCollector{d: d, desc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "broker_node"),
-		"1 for the broker node (host:port of BRP_STOMP_ADDR) this process is connected to, 0 for the other nodes.",
+// NodeCollector returns the gauge <namespace>_broker_node{node}: 1 for each node that one of
+// the dialers uses (Current), 0 for the other configured nodes. The dialers share one list
+// of nodes (Config.Addr).
+func NodeCollector(namespace string, dialers ...*Dialer) prometheus.Collector {
+	return &nodeCollector{dialers: dialers, desc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "broker_node"),
+		"1 for each broker node (host:port of BRP_STOMP_ADDR) this process is connected to, 0 for the other nodes.",
 		[]string{"node"}, nil)}
 }
 
 type nodeCollector struct {
-	d    *Dialer
-	desc *prometheus.Desc
+	dialers []*Dialer
+	desc    *prometheus.Desc
 }
 
 func (n *nodeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- n.desc }
 
 func (n *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	current := n.d.Current()
-	for _, node := range n.d.nodes {
+	used := map[string]bool{}
+	for _, d := range n.dialers {
+		used[d.Current()] = true
+	}
+	for _, node := range n.dialers[0].nodes {
 		v := 0.0
-		if node == current {
+		if used[node] {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(n.desc, prometheus.GaugeValue, v, node)

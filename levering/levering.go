@@ -55,7 +55,12 @@ type Config struct {
 	// its broker connections, so the broker gives the publications to other consumers, and
 	// connects again. Default DefaultBatchTimeout.
 	BatchTimeout time.Duration
-	// Broker says how to reach the broker.
+	// Broker says how to reach the broker. With several nodes (a network of brokers) the
+	// workers subscribe on the node Broker.RandomStart picks, so that consumers spread, but
+	// every consumer sends its verzending messages to the first listed node that answers:
+	// one queue in one broker, in the order the consumers' sends were confirmed. Sent to
+	// several brokers, they would reach a reader through the brokers' bridges, and a later
+	// handeling of a person could overtake an earlier one on the way.
 	Broker broker.Config
 	// Registerer receives the consumer's metrics; nil keeps them unregistered.
 	Registerer prometheus.Registerer
@@ -146,7 +151,8 @@ type Consumer struct {
 
 	stmts   *prepared.Cache // deliverSQL
 	batches []*batch        // one per worker
-	dialer  *broker.Dialer
+	subs    *broker.Dialer  // the workers' subscribing connections
+	sends   *broker.Dialer  // the connection for verzending (and dead-letter) sends
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
@@ -155,11 +161,14 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dialer, err := broker.NewDialer(cfg.Broker)
+	subs, err := broker.NewDialer(cfg.Broker)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
 	}
-	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB), dialer: dialer}
+	first := cfg.Broker
+	first.RandomStart = false
+	sends, _ := broker.NewDialer(first) // the same config, valid
+	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB), subs: subs, sends: sends}
 	for range cfg.Workers {
 		c.batches = append(c.batches, &batch{})
 	}
@@ -202,19 +211,19 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 			}
 			return 0
 		}),
-		c.processing, c.reconnects, c.dialer.NodeCollector(MetricsNamespace))
+		c.processing, c.reconnects, broker.NodeCollector(MetricsNamespace, c.subs, c.sends))
 }
 
 // Connected reports whether the consumer is subscribed to the publication queue now.
 func (c *Consumer) Connected() bool { return c.connected.Load() }
 
-// BrokerNode returns the broker node (host:port) the consumer is subscribed on, or "" while
-// it is not.
-func (c *Consumer) BrokerNode() string {
+// BrokerNodes returns the broker nodes (host:port) the consumer is subscribed on and sends its
+// verzending messages to, or "" while it is not connected.
+func (c *Consumer) BrokerNodes() (subscribed, verzending string) {
 	if !c.connected.Load() {
-		return ""
+		return "", ""
 	}
-	return c.dialer.Current()
+	return c.subs.Current(), c.sends.Current()
 }
 
 // Stuck returns an error naming the workers that have held their batch for longer than
@@ -287,30 +296,35 @@ func (c *Consumer) Run(ctx context.Context) error {
 // Each worker receives on a connection of its own, with one cumulative subscription, and
 // handles its messages in delivery order, so one ack frame acknowledges a whole batch. Sends go
 // over one more connection: a receipt awaited on a subscribing connection can deadlock behind
-// prefetched messages (go-stomp reads frames in one loop). All of them go to one broker node
-// (the Dialer stays with the node that answered) unless that node fails meanwhile. node is the
-// node (or nodes) of the session once subscribed, "" if it never got that far.
+// prefetched messages (go-stomp reads frames in one loop). The subscribing connections go to one
+// node (the Dialer stays with the node that answered) unless it fails meanwhile; the sending
+// one to the first node that answers (Config.Broker). node names the node the workers
+// subscribed on once they did, "" if the session never got that far.
 func (c *Consumer) session(ctx context.Context) (node string, err error) {
 	var conns []*broker.Conn
 	defer func() {
-		for _, conn := range conns {
+		for i, conn := range conns {
 			conn.Close()
-			if err != nil && ctx.Err() == nil {
-				c.dialer.Lost(conn) // the next session starts at the next node
+			if err != nil && ctx.Err() == nil { // the next session starts at the next node
+				if i == 0 {
+					c.sends.Lost(conn)
+				} else {
+					c.subs.Lost(conn)
+				}
 			}
 		}
 	}()
-	send, err := c.dialer.Dial(ctx)
+	send, err := c.sends.Dial(ctx)
 	if err != nil {
 		return "", err
 	}
 	conns = append(conns, send)
 	subs := make([]*broker.Subscription, c.cfg.Workers)
 	perWorker := (c.cfg.Prefetch + c.cfg.Workers - 1) / c.cfg.Workers
-	nodes := []string{send.Node}
+	var nodes []string
 	var recv *broker.Conn
 	for i := range subs {
-		if recv, err = c.dialer.Dial(ctx); err != nil {
+		if recv, err = c.subs.Dial(ctx); err != nil {
 			return "", err
 		}
 		conns = append(conns, recv)
@@ -324,8 +338,8 @@ func (c *Consumer) session(ctx context.Context) (node string, err error) {
 		}
 	}
 	node = strings.Join(nodes, ",")
-	c.log.Info("connected to broker", slog.String("addr", node), slog.String("server", recv.Server),
-		slog.String("heart_beats", recv.HeartBeats))
+	c.log.Info("connected to broker", slog.String("addr", node), slog.String("verzending_addr", send.Node),
+		slog.String("server", recv.Server), slog.String("heart_beats", recv.HeartBeats))
 	c.connected.Store(true)
 	defer c.connected.Store(false)
 

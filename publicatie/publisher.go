@@ -79,7 +79,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(dialer.NodeCollector(MetricsNamespace))
+		cfg.Registerer.MustRegister(broker.NodeCollector(MetricsNamespace, dialer))
 	}
 	return &Publisher{
 		cfg:    cfg,

@@ -29,7 +29,8 @@ type config struct {
 	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50"`
 	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH"` // unset: workers x batch
 	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20"`
-	// Consumers start at a random broker node, so that they spread over a network of brokers.
+	// Consumers subscribe on a random broker node, so that they spread over a network of
+	// brokers (their verzending messages go to the first node that answers).
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"true"`
 }
 
@@ -99,7 +100,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	mux := setup.Mux(reg, func() map[string]any {
-		return map[string]any{"broker_node": c.BrokerNode()}
+		subscribed, verzending := c.BrokerNodes()
+		return map[string]any{"broker_node": subscribed, "verzending_node": verzending}
 	}, setup.Check{Name: "database", Check: db.PingContext},
 		setup.Check{Name: "broker", Check: func(context.Context) error {
 			if !c.Connected() {
