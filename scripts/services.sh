@@ -510,12 +510,14 @@ alive() {
   [[ ${stat:0:1} != Z ]]
 }
 
-# Waits for the broker's STOMP port. A broker just started is not java yet for a moment (its
-# subshell execs setsid, which execs java): amq_is_ours would call it gone, and did on a busy
-# machine ("exited during startup" with an empty console log), so only its exit counts.
-amq_wait_ready() { # pid
-  local pid=$1 deadline=$((SECONDS + AMQ_WAIT_SECONDS))
-  until stomp_ping "$AMQ_PORT"; do
+# Waits until the check (a command) succeeds for the broker started as pid: what says what
+# is awaited. A broker just started is not java yet for a moment (its subshell execs setsid,
+# which execs java): amq_is_ours would call it gone, and did on a busy machine ("exited during
+# startup" with an empty console log), so only its exit counts.
+amq_wait() { # pid what check...
+  local pid=$1 what=$2 deadline=$((SECONDS + AMQ_WAIT_SECONDS))
+  shift 2
+  until "$@"; do
     if ! alive "$pid"; then
       show_tail "$AMQ_OUT"
       show_tail "$AMQ_LOG"
@@ -524,28 +526,20 @@ amq_wait_ready() { # pid
     if ((SECONDS >= deadline)); then
       show_tail "$AMQ_OUT"
       show_tail "$AMQ_LOG"
-      die "activemq does not answer STOMP on 127.0.0.1:$AMQ_PORT after ${AMQ_WAIT_SECONDS} s"
+      die "activemq ($AMQ_BASE) still not $what after ${AMQ_WAIT_SECONDS} s"
     fi
     sleep 0.2
   done
 }
 
-# Waits until the broker's log, from byte offset from on, has a line matching pattern: a slave
-# blocking on its master's store lock, a network bridge established.
-amq_wait_log() { # pid from pattern what
-  local pid=$1 from=$2 deadline=$((SECONDS + AMQ_WAIT_SECONDS))
-  until tail -c +"$((from + 1))" "$AMQ_LOG" 2>/dev/null | grep -q -- "$3"; do
-    if ! alive "$pid"; then
-      show_tail "$AMQ_OUT"
-      show_tail "$AMQ_LOG"
-      die "activemq exited during startup (logs: $AMQ_OUT, $AMQ_LOG)"
-    fi
-    if ((SECONDS >= deadline)); then
-      show_tail "$AMQ_LOG"
-      die "activemq ($AMQ_BASE): $4 not seen after ${AMQ_WAIT_SECONDS} s"
-    fi
-    sleep 0.2
-  done
+# Waits for the broker's STOMP port.
+amq_wait_ready() { # pid
+  amq_wait "$1" "answering STOMP on 127.0.0.1:$AMQ_PORT" stomp_ping "$AMQ_PORT"
+}
+
+# True if the broker's log, from byte offset from on, has a line matching pattern.
+amq_logged() { # from pattern
+  tail -c +"$(($1 + 1))" "$AMQ_LOG" 2>/dev/null | grep -q -- "$2"
 }
 
 # Writes the broker configuration: scripts/activemq/activemq.xml, with the network connector
@@ -628,7 +622,7 @@ amq_start() { # [slave]
   pid=$!
   printf '%s\n' "$pid" >"$AMQ_PIDFILE"
   if [[ $role == slave ]]; then
-    amq_wait_log "$pid" "$from" 'is locked by another server' "waiting for the store lock"
+    amq_wait "$pid" "waiting for the store lock" amq_logged "$from" 'is locked by another server'
     log "activemq: slave (pid $pid) waits for the store lock; stomp 127.0.0.1:$AMQ_PORT opens when the master is gone"
     return 0
   fi
@@ -655,9 +649,9 @@ amq_network_up() {
   amq_start
   from_b=$AMQ_STARTED_FROM
   net_node a
-  amq_wait_log "$(amq_pid)" "$from_a" 'Network connection between .* has been established' "the bridge to b"
+  amq_wait "$(amq_pid)" "bridged to b" amq_logged "$from_a" 'Network connection between .* has been established'
   net_node b
-  amq_wait_log "$(amq_pid)" "$from_b" 'Network connection between .* has been established' "the bridge to a"
+  amq_wait "$(amq_pid)" "bridged to a" amq_logged "$from_b" 'Network connection between .* has been established'
   log "activemq network: bridges a -> b and b -> a established"
 }
 
