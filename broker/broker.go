@@ -1,7 +1,8 @@
 // Package broker is the service's only door to the JMS broker: STOMP 1.2 connections that
 // confirm every send with a broker receipt, bound every wait, and can be dropped and redialled
-// when the broker goes away. go-stomp has no reconnect and can hang on a dead socket; this
-// package owns the socket so that a deadline can always close it.
+// when the broker goes away, to the same node or, with a list of nodes (a master/slave pair, a
+// network of brokers), to another one (Dialer). go-stomp has no reconnect and can hang on a
+// dead socket; this package owns the socket so that a deadline can always close it.
 package broker
 
 import (

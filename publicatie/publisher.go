@@ -93,9 +93,9 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 	}, nil
 }
 
-// Dialer is the publisher's way to the broker nodes: readiness checks dial through it too,
-// so that they try the node the publisher uses first.
-func (p *Publisher) Dialer() *broker.Dialer { return p.dialer }
+// BrokerNode returns the broker node (host:port) the publisher sends to, "" before it first
+// connected (a follower) and after that connection was lost.
+func (p *Publisher) BrokerNode() string { return p.dialer.Current() }
 
 // Config returns the configuration with defaults filled in.
 func (p *Publisher) Config() Config { return p.cfg }

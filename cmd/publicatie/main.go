@@ -157,9 +157,10 @@ func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer
 	return nil
 }
 
-// brokerCheck dials the broker through the publisher's Dialer (at most every 2 s, within 2 s;
-// in between it repeats the last answer): the publisher holds a connection only while it
-// publishes, so readiness asks the broker itself.
+// brokerCheck dials the broker through d (at most every 2 s, within 2 s; in between it
+// repeats the last answer): the publisher holds a connection only while it publishes, so
+// readiness asks the broker itself. d is a Dialer of its own, so that the nodes a check
+// reaches do not move the publisher's.
 func brokerCheck(d *broker.Dialer) func(context.Context) error {
 	var mu sync.Mutex
 	var last time.Time
@@ -232,9 +233,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	checks, err := broker.NewDialer(bcfg)
+	if err != nil {
+		return err
+	}
 	mux := setup.Mux(reg, func() map[string]any {
-		return map[string]any{"leader": pub.Leader(), "instance": pub.Config().Instance, "broker_node": pub.Dialer().Current()}
-	}, setup.Check{Name: "database", Check: db.PingContext}, setup.Check{Name: "broker", Check: brokerCheck(pub.Dialer())})
+		return map[string]any{"leader": pub.Leader(), "instance": pub.Config().Instance, "broker_node": pub.BrokerNode()}
+	}, setup.Check{Name: "database", Check: db.PingContext}, setup.Check{Name: "broker", Check: brokerCheck(checks)})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		st, err := pub.Status(r.Context())
 		w.Header().Set("Content-Type", "application/json")
