@@ -107,7 +107,7 @@ func (f *dbFailover) waitResumed(t testing.TB, n int) time.Time {
 // still there, unchanged, on the new primary (a commit returns only once the standby has it),
 // and the run completes in order.
 func TestDatabaseFailoverSynchronous(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other scenarios: two servers of its own, and failover times to measure.
 	f := newDBFailover(t, true, load.Spec{N: 12000, Personen: 1200, Multi: 0.3, Excluded: 0.05, Seed: 82})
 	f.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
 	for i := range 3 {
@@ -148,7 +148,7 @@ func TestDatabaseFailoverSynchronous(t *testing.T) {
 //     whichever primary is current, so it commits nothing more under the lost epoch: it
 //     reports the lost lease before it commits again, and one publisher leads.
 func TestDatabaseFailoverAsynchronousLosesLastCommits(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other scenarios: two servers of its own, and failover times to measure.
 	f := newDBFailover(t, false, load.Spec{N: 12000, Personen: 1200, Multi: 0.3, Excluded: 0.05, Seed: 83})
 	bin := brptest.Build(t, "cmd/publicatie")
 	// The republication of what vanished in levering (its publication was acknowledged on

@@ -60,7 +60,7 @@ func nodeMetric(t testing.TB, p *brptest.Proc, node string) float64 {
 // holds every confirmed message; no publication had to be published again), per-person order
 // holds, and the processes say which node they use.
 func TestActiveMQMasterSlaveFailover(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other scenarios: two servers of its own, and failover times to measure.
 	pair := brptest.PrivateBrokerPair(t)
 	w := newWorldBroker(t, pair.Broker(), load.Spec{N: 12000, Personen: 1200, Multi: 0.3, Excluded: 0.05, Seed: 80})
 	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
@@ -143,7 +143,7 @@ func waitBroker(t testing.TB, cfg broker.Config, timeout time.Duration) time.Tim
 // other. Nothing is lost and per-person order holds, although the brokers' queues are not one
 // FIFO: only persons' oldest open handelingen are ever in flight.
 func TestNetworkOfBrokers(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the other scenarios: two servers of its own, and failover times to measure.
 	nw := brptest.PrivateBrokerNetwork(t)
 	for _, reader := range []string{"a", "b"} {
 		t.Run("verzending_read_on_"+reader, func(t *testing.T) {
