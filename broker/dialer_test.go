@@ -109,3 +109,46 @@ func TestLostNodeIsTriedLast(t *testing.T) {
 		t.Fatalf("fresh dialer: node %s in %v, want %s after waiting OpTimeout on the first", c3.Node, took, b.Addr())
 	}
 }
+
+// A first Dialer goes back to the first node whenever it answers: after a lost connection, and
+// whatever RandomStart says; an ordinary one moves on.
+func TestFirstDialerReturnsToTheFirstNode(t *testing.T) {
+	t.Parallel()
+	live := brptest.Broker()
+	cfg := live
+	cfg.Addr = brptest.NewProxy(t, live.Addr).Addr() + "," + brptest.NewProxy(t, live.Addr).Addr()
+	cfg.RandomStart = true
+	first, err := broker.NewFirstDialer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RandomStart = false
+	ordinary, err := broker.NewDialer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := first.Nodes()
+	for _, tc := range []struct {
+		name      string
+		d         *broker.Dialer
+		afterLoss string
+	}{{"first", first, nodes[0]}, {"ordinary", ordinary, nodes[1]}} {
+		c, err := tc.d.Dial(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Node != nodes[0] {
+			t.Fatalf("%s dialer: node %s, want the first, %s", tc.name, c.Node, nodes[0])
+		}
+		c.Close()
+		tc.d.Lost(c)
+		c, err = tc.d.Dial(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if c.Node != tc.afterLoss {
+			t.Fatalf("%s dialer after a loss: node %s, want %s", tc.name, c.Node, tc.afterLoss)
+		}
+	}
+}

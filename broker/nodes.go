@@ -52,11 +52,14 @@ func ParseAddrs(s string) ([]string, error) {
 // host that is gone), and each try of it can cost the TCP connect timeout (10 s, package tcp)
 // or, when it accepts but does not answer, OpTimeout.
 //
+// A Dialer of NewFirstDialer starts every Dial at the first listed node instead.
+//
 // A Dialer is safe for concurrent use.
 type Dialer struct {
 	cfg   Config
 	nodes []string
 	next  atomic.Int64 // index of the node tried first
+	first bool         // always start at node 0
 
 	mu      sync.Mutex
 	current string // node of the last successful Dial, until it is lost
@@ -76,6 +79,19 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	return d, nil
 }
 
+// NewFirstDialer is NewDialer for a Dialer that starts every Dial at the first listed node
+// (cfg.RandomStart does not apply): it uses the first node that answers and goes back to it
+// as soon as it answers again. For what must go to one broker of a network while it can:
+// the verzending messages. A first node that is down is tried on every Dial.
+func NewFirstDialer(cfg Config) (*Dialer, error) {
+	cfg.RandomStart = false
+	d, err := NewDialer(cfg)
+	if d != nil {
+		d.first = true
+	}
+	return d, err
+}
+
 // Nodes returns the broker nodes, in the configured order.
 func (d *Dialer) Nodes() []string { return append([]string(nil), d.nodes...) }
 
@@ -84,6 +100,9 @@ func (d *Dialer) Nodes() []string { return append([]string(nil), d.nodes...) }
 // node's failure.
 func (d *Dialer) Dial(ctx context.Context) (*Conn, error) {
 	start := int(d.next.Load())
+	if d.first {
+		start = 0
+	}
 	var errs []error
 	for k := range d.nodes {
 		i := (start + k) % len(d.nodes)
@@ -105,8 +124,9 @@ func (d *Dialer) Dial(ctx context.Context) (*Conn, error) {
 }
 
 // Lost tells the Dialer that c, one of its connections, failed: unless another connection
-// has moved on already, the next Dial starts at the node after c's, and Current is empty
-// until a Dial succeeds again.
+// has moved on already, the next Dial starts at the node after c's (a Dialer of
+// NewFirstDialer still starts at the first), and Current is empty until a Dial succeeds
+// again.
 func (d *Dialer) Lost(c *Conn) {
 	if c == nil {
 		return

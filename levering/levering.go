@@ -165,9 +165,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
 	}
-	first := cfg.Broker
-	first.RandomStart = false
-	sends, _ := broker.NewDialer(first) // the same config, valid
+	sends, _ := broker.NewFirstDialer(cfg.Broker) // the same config, valid
 	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB), subs: subs, sends: sends}
 	for range cfg.Workers {
 		c.batches = append(c.batches, &batch{})
@@ -297,15 +295,16 @@ func (c *Consumer) Run(ctx context.Context) error {
 // handles its messages in delivery order, so one ack frame acknowledges a whole batch. Sends go
 // over one more connection: a receipt awaited on a subscribing connection can deadlock behind
 // prefetched messages (go-stomp reads frames in one loop). The subscribing connections go to one
-// node (the Dialer stays with the node that answered) unless it fails meanwhile; the sending
-// one to the first node that answers (Config.Broker). node names the node the workers
-// subscribed on once they did, "" if the session never got that far.
+// node (the Dialer stays with the node that answered) unless it fails meanwhile, and the next
+// session after a failure starts at the next node; the sending one always goes to the first
+// node that answers (Config.Broker). node names the node the workers subscribed on once they
+// did, "" if the session never got that far.
 func (c *Consumer) session(ctx context.Context) (node string, err error) {
 	var conns []*broker.Conn
 	defer func() {
 		for i, conn := range conns {
 			conn.Close()
-			if err != nil && ctx.Err() == nil { // the next session starts at the next node
+			if err != nil && ctx.Err() == nil {
 				if i == 0 {
 					c.sends.Lost(conn)
 				} else {
