@@ -212,13 +212,13 @@ func TestDatabaseFailoverAsynchronousLosesLastCommits(t *testing.T) {
 	}
 
 	// The follower under its lost epoch: a lost-lease line before any further commit.
-	lostAt, committedAt := -1, -1
+	lostAt, committedAt, lostLine := -1, -1, ""
 	for i, raw := range b.Output()[fromB:] {
 		switch {
 		case lostAt < 0 && (strings.Contains(raw, `"msg":"lost the lease during a round; the round was rolled back"`) ||
 			strings.Contains(raw, `"msg":"lease taken over by another instance; now follower"`) ||
 			strings.Contains(raw, `"msg":"rounds made no progress for wartezeit; handing the lease over"`)):
-			lostAt = i
+			lostAt, lostLine = i, raw
 		case committedAt < 0 && strings.Contains(raw, `"msg":"round committed"`) && !strings.Contains(raw, `"published":0,`):
 			committedAt = i
 		}
@@ -227,6 +227,7 @@ func TestDatabaseFailoverAsynchronousLosesLastCommits(t *testing.T) {
 		t.Fatalf("the follower under the lost epoch %d: lost-lease line at %d, first commit at %d (of its lines after the switch)",
 			epochB, lostAt, committedAt)
 	}
+	t.Logf("the follower after the switch: %s", lostLine)
 	sa, sb := status(t, a), status(t, b)
 	if sa.Leader == sb.Leader {
 		t.Fatalf("after the failover a leads: %v, b leads: %v; want exactly one", sa.Leader, sb.Leader)
