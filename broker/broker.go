@@ -1,7 +1,8 @@
 // Package broker is the service's only door to the JMS broker: STOMP 1.2 connections that
 // confirm every send with a broker receipt, bound every wait, and can be dropped and redialled
-// when the broker goes away. go-stomp has no reconnect and can hang on a dead socket; this
-// package owns the socket so that a deadline can always close it.
+// when the broker goes away, to the same node or, with a list of nodes (a master/slave pair, a
+// network of brokers), to another one (Dialer). go-stomp has no reconnect and can hang on a
+// dead socket; this package owns the socket so that a deadline can always close it.
 package broker
 
 import (
@@ -22,13 +23,20 @@ import (
 
 // Config says how to reach the broker.
 type Config struct {
-	// Addr is host:port of the broker's STOMP listener. Required.
+	// Addr is host:port of the broker's STOMP listener, or a comma-separated list of them:
+	// the nodes of a master/slave pair or of a network of brokers, tried in turn (Dialer).
+	// Required.
 	Addr string
+	// RandomStart makes a Dialer start at a random node of Addr instead of the first, so that
+	// the processes of one command spread over a network of brokers. Either way a Dialer
+	// then stays with the node that answered until its connection is lost.
+	RandomStart bool
 	// Login and Passcode are the broker credentials; empty means none.
 	Login, Passcode string
 	// Host is the STOMP virtual host; empty means the broker's default.
 	Host string
-	// TLS, when non-nil, wraps the connection in TLS.
+	// TLS, when non-nil, wraps the connection in TLS. Without a ServerName, each node's
+	// certificate is checked against that node's host.
 	TLS *tls.Config
 	// HeartBeat is the STOMP heart-beat interval promised in both directions: this side
 	// writes at least every HeartBeat/2 and drops a connection on which the broker sent
@@ -65,10 +73,7 @@ func (c *Config) setDefaults() {
 }
 
 func (c Config) validate() error {
-	if c.Addr == "" {
-		return fmt.Errorf("%w: Addr is empty", ErrConfig)
-	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+	if _, err := ParseAddrs(c.Addr); err != nil {
 		return fmt.Errorf("%w: Addr %q: %v", ErrConfig, c.Addr, err)
 	}
 	if c.OpTimeout < 0 || c.TCPUserTimeout < 0 {
@@ -101,30 +106,41 @@ type Conn struct {
 	// HeartBeats says which heart-beats run on this connection, for logs: "5s both ways",
 	// "off", or "5s from this side only" for a broker that sends none.
 	HeartBeats string
+	// Node is the host:port of the broker node this connection went to (one of Config.Addr).
+	Node string
 
+	index       int  // Node's place in the Dialer's list
 	serverSends bool // the broker's CONNECTED promised heart-beats
 }
 
-// Dial connects to the broker and completes the STOMP handshake within OpTimeout.
+// Dial connects to the first node of cfg.Addr that answers (see Dialer; a Dialer kept by the
+// caller also remembers which node answered) and completes the STOMP handshake, each node
+// within OpTimeout.
 func Dial(ctx context.Context, cfg Config) (*Conn, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	d, err := NewDialer(cfg)
+	if err != nil {
 		return nil, err
 	}
+	return d.Dial(ctx)
+}
+
+// dialNode connects to one node: with heart-beats both ways, or from this side only when
+// the broker sends none.
+func dialNode(ctx context.Context, cfg Config, node string) (*Conn, error) {
 	if cfg.HeartBeat < 0 {
-		return dial(ctx, cfg, 0, 0)
+		return dial(ctx, cfg, node, 0, 0)
 	}
-	c, err := dial(ctx, cfg, cfg.HeartBeat, cfg.HeartBeat)
+	c, err := dial(ctx, cfg, node, cfg.HeartBeat, cfg.HeartBeat)
 	if err != nil || c.serverSends {
 		return c, err
 	}
 	// go-stomp would expect the heart-beats this broker said it does not send, and drop every
 	// quiet connection: ask for none.
 	c.Close()
-	return dial(ctx, cfg, cfg.HeartBeat, 0)
+	return dial(ctx, cfg, node, cfg.HeartBeat, 0)
 }
 
-// dial connects with heart-beats sent every send and expected every recv (0: none).
+// dial connects to node with heart-beats sent every send and expected every recv (0: none).
 //
 // go-stomp reads the broker's heart-beats with a deadline of (interval + HeartBeatError) x
 // HeartBeatGracePeriodMultiplier and writes its own after interval - HeartBeatError without
@@ -133,21 +149,27 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 // 2,000 ms); go-stomp's defaults (+5 s, x1) then drop healthy connections at any interval
 // above 5 s, which is why heart-beats were off. An error of interval/2 and a multiplier of
 // 2 read for 3 intervals and write every half interval, which both brokers' checks accept.
-func dial(ctx context.Context, cfg Config, send, recv time.Duration) (*Conn, error) {
+func dial(ctx context.Context, cfg Config, node string, send, recv time.Duration) (*Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 	defer cancel()
-	nc, err := tcp.Dialer(cfg.TCPUserTimeout).DialContext(ctx, "tcp", cfg.Addr)
+	nc, err := tcp.Dialer(cfg.TCPUserTimeout).DialContext(ctx, "tcp", node)
 	if err != nil {
-		return nil, fmt.Errorf("broker: dial %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("broker: dial %s: %w", node, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
 	if cfg.TLS != nil {
-		tlsConn := tls.Client(nc, cfg.TLS)
+		tc := cfg.TLS
+		if tc.ServerName == "" {
+			// crypto/tls checks the certificate against ServerName only: each node its own.
+			tc = tc.Clone()
+			tc.ServerName, _, _ = net.SplitHostPort(node)
+		}
+		tlsConn := tls.Client(nc, tc)
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
 			nc.Close()
-			return nil, fmt.Errorf("broker: tls handshake with %s: %w", cfg.Addr, err)
+			return nil, fmt.Errorf("broker: tls handshake with %s: %w", node, err)
 		}
 		nc = tlsConn
 	}
@@ -172,9 +194,9 @@ func dial(ctx context.Context, cfg Config, send, recv time.Duration) (*Conn, err
 	sc, err := stomp.ConnectWithContext(ctx, &coalescingConn{Conn: nc, wait: cfg.OpTimeout}, opts...)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("broker: stomp connect to %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("broker: stomp connect to %s: %w", node, err)
 	}
-	c := &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server(), Profile: profileFor(sc.Server())}
+	c := &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server(), Profile: profileFor(sc.Server()), Node: node}
 	sx, _, _ := frame.ParseHeartBeat(serverHeartBeat)
 	c.serverSends = sx > 0
 	switch {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +55,12 @@ type Config struct {
 	// its broker connections, so the broker gives the publications to other consumers, and
 	// connects again. Default DefaultBatchTimeout.
 	BatchTimeout time.Duration
-	// Broker says how to reach the broker.
+	// Broker says how to reach the broker. With several nodes (a network of brokers) the
+	// workers subscribe on the node Broker.RandomStart picks, so that consumers spread, but
+	// every consumer sends its verzending messages to the first listed node that answers:
+	// one queue in one broker, in the order the consumers' sends were confirmed. Sent to
+	// several brokers, they would reach a reader through the brokers' bridges, and a later
+	// handeling of a person could overtake an earlier one on the way.
 	Broker broker.Config
 	// Registerer receives the consumer's metrics; nil keeps them unregistered.
 	Registerer prometheus.Registerer
@@ -145,6 +151,8 @@ type Consumer struct {
 
 	stmts   *prepared.Cache // deliverSQL
 	batches []*batch        // one per worker
+	subs    *broker.Dialer  // the workers' subscribing connections
+	sends   *broker.Dialer  // the connection for verzending (and dead-letter) sends
 }
 
 // New validates cfg and returns a Consumer; call Run to start it.
@@ -153,7 +161,12 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB)}
+	subs, err := broker.NewDialer(cfg.Broker)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
+	}
+	sends, _ := broker.NewFirstDialer(cfg.Broker) // the same config, valid
+	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB), subs: subs, sends: sends}
 	for range cfg.Workers {
 		c.batches = append(c.batches, &batch{})
 	}
@@ -196,11 +209,20 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 			}
 			return 0
 		}),
-		c.processing, c.reconnects)
+		c.processing, c.reconnects, broker.NodeCollector(MetricsNamespace, c.subs, c.sends))
 }
 
 // Connected reports whether the consumer is subscribed to the publication queue now.
 func (c *Consumer) Connected() bool { return c.connected.Load() }
+
+// BrokerNodes returns the broker nodes (host:port) the consumer is subscribed on and sends its
+// verzending messages to, or "" while it is not connected.
+func (c *Consumer) BrokerNodes() (subscribed, verzending string) {
+	if !c.connected.Load() {
+		return "", ""
+	}
+	return c.subs.Current(), c.sends.Current()
+}
 
 // Stuck returns an error naming the workers that have held their batch for longer than
 // BatchTimeout (they are being handed back), or nil: readiness.
@@ -242,15 +264,18 @@ func (c *Consumer) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	failing := false
 	for ctx.Err() == nil {
-		connected, err := c.session(ctx)
+		node, err := c.session(ctx)
 		if ctx.Err() != nil {
 			break
 		}
+		connected := node != ""
 		if connected {
 			backoff = 100 * time.Millisecond
+		} else {
+			node = c.cfg.Broker.Addr // every node failed; the error says how
 		}
 		if !failing || connected {
-			c.log.Warn("broker connection lost, reconnecting", slog.Any("error", err), slog.String("addr", c.cfg.Broker.Addr))
+			c.log.Warn("broker connection lost, reconnecting", slog.Any("error", err), slog.String("addr", node))
 			c.reconnects.WithLabelValues("broker").Inc()
 		}
 		failing = true
@@ -269,31 +294,51 @@ func (c *Consumer) Run(ctx context.Context) error {
 // Each worker receives on a connection of its own, with one cumulative subscription, and
 // handles its messages in delivery order, so one ack frame acknowledges a whole batch. Sends go
 // over one more connection: a receipt awaited on a subscribing connection can deadlock behind
-// prefetched messages (go-stomp reads frames in one loop).
-func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
-	send, err := broker.Dial(ctx, c.cfg.Broker)
+// prefetched messages (go-stomp reads frames in one loop). The subscribing connections go to one
+// node (the Dialer stays with the node that answered) unless it fails meanwhile, and the next
+// session after a failure starts at the next node; the sending one always goes to the first
+// node that answers (Config.Broker). node names the node the workers subscribed on once they
+// did, "" if the session never got that far.
+func (c *Consumer) session(ctx context.Context) (node string, err error) {
+	var conns []*broker.Conn
+	defer func() {
+		for i, conn := range conns {
+			conn.Close()
+			if err != nil && ctx.Err() == nil {
+				if i == 0 {
+					c.sends.Lost(conn)
+				} else {
+					c.subs.Lost(conn)
+				}
+			}
+		}
+	}()
+	send, err := c.sends.Dial(ctx)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	defer send.Close()
+	conns = append(conns, send)
 	subs := make([]*broker.Subscription, c.cfg.Workers)
 	perWorker := (c.cfg.Prefetch + c.cfg.Workers - 1) / c.cfg.Workers
-	conns := []*broker.Conn{send}
+	var nodes []string
 	var recv *broker.Conn
 	for i := range subs {
-		if recv, err = broker.Dial(ctx, c.cfg.Broker); err != nil {
-			return false, err
+		if recv, err = c.subs.Dial(ctx); err != nil {
+			return "", err
 		}
-		defer recv.Close()
 		conns = append(conns, recv)
+		if !slices.Contains(nodes, recv.Node) {
+			nodes = append(nodes, recv.Node)
+		}
 		// The subscription is not tied to ctx: on shutdown the workers finish what they hold
 		// and then the connection is closed, which hands back what was prefetched.
 		if subs[i], err = recv.SubscribeCumulative(context.Background(), c.cfg.Queue, perWorker); err != nil {
-			return false, err
+			return "", err
 		}
 	}
-	c.log.Info("connected to broker", slog.String("addr", c.cfg.Broker.Addr), slog.String("server", recv.Server),
-		slog.String("heart_beats", recv.HeartBeats))
+	node = strings.Join(nodes, ",")
+	c.log.Info("connected to broker", slog.String("addr", node), slog.String("verzending_addr", send.Node),
+		slog.String("server", recv.Server), slog.String("heart_beats", recv.HeartBeats))
 	c.connected.Store(true)
 	defer c.connected.Store(false)
 
@@ -328,9 +373,9 @@ func (c *Consumer) session(ctx context.Context) (connected bool, err error) {
 	}
 	wg.Wait()
 	if err := context.Cause(sctx); err != nil && !errors.Is(err, context.Canceled) {
-		return true, err
+		return node, err
 	}
-	return true, ctx.Err()
+	return node, ctx.Err()
 }
 
 // watch hands back the batches of this session that a worker has held for longer than

@@ -48,6 +48,7 @@ type Publisher struct {
 
 	m      *metrics
 	epoch  atomic.Int64 // current lease epoch; 0 while follower
+	dialer *broker.Dialer
 	conn   *broker.Conn
 	rounds atomic.Int64
 	stmts  *prepared.Cache // roundSQL
@@ -73,16 +74,28 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	dialer, err := broker.NewDialer(cfg.Broker)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(broker.NodeCollector(MetricsNamespace, dialer))
+	}
 	return &Publisher{
-		cfg:   cfg,
-		db:    db,
-		log:   log.With(slog.String("cluster", cfg.Cluster), slog.String("instance", cfg.Instance)),
-		lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
-		wake:  make(chan struct{}, 1),
-		m:     newMetrics(cfg.Registerer),
-		stmts: prepared.New(db.DB),
+		cfg:    cfg,
+		db:     db,
+		log:    log.With(slog.String("cluster", cfg.Cluster), slog.String("instance", cfg.Instance)),
+		lease:  &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
+		wake:   make(chan struct{}, 1),
+		m:      newMetrics(cfg.Registerer),
+		stmts:  prepared.New(db.DB),
+		dialer: dialer,
 	}, nil
 }
+
+// BrokerNode returns the broker node (host:port) the publisher sends to, "" before it first
+// connected (a follower) and after that connection was lost.
+func (p *Publisher) BrokerNode() string { return p.dialer.Current() }
 
 // Config returns the configuration with defaults filled in.
 func (p *Publisher) Config() Config { return p.cfg }
@@ -521,17 +534,21 @@ func ids(cs []Candidate) []int64 {
 }
 
 // send puts the round's messages on the queue in one broker transaction, dialling the broker
-// if needed. A failed send drops the connection; the next round dials again.
+// if needed. A failed send drops the connection; the next round dials again, starting at the
+// next broker node.
 func (p *Publisher) send(ctx context.Context, msgs []broker.Message) error {
 	if p.conn == nil {
-		c, err := broker.Dial(ctx, p.cfg.Broker)
+		c, err := p.dialer.Dial(ctx)
 		if err != nil {
 			return err
 		}
+		p.log.Info("connected to broker", slog.String("addr", c.Node), slog.String("server", c.Server),
+			slog.String("heart_beats", c.HeartBeats))
 		p.conn = c
 	}
 	if err := p.conn.Send(ctx, msgs...); err != nil {
 		p.conn.Close()
+		p.dialer.Lost(p.conn)
 		p.conn = nil
 		return err
 	}

@@ -59,12 +59,20 @@ func makeWorld(t testing.TB, svc *brptest.Services, b broker.Config, spec load.S
 // makeEmptyWorld is makeWorld without inserting the workload w.hs.
 func makeEmptyWorld(t testing.TB, svc *brptest.Services, b broker.Config, spec load.Spec) *world {
 	t.Helper()
-	w := &world{svc: svc, broker: b, q: brptest.NewQueues(t), hs: load.Generate(spec)}
+	server := brptest.DatabaseURL()
 	if svc != nil {
-		w.db, w.dbURL = brptest.DBOn(t, svc.DatabaseURL())
-	} else {
-		w.db, w.dbURL = brptest.DB(t)
+		server = svc.DatabaseURL()
 	}
+	w := emptyWorldAt(t, server, b, spec)
+	w.svc = svc
+	return w
+}
+
+// emptyWorldAt is makeEmptyWorld with the database on the server of serverURL.
+func emptyWorldAt(t testing.TB, serverURL string, b broker.Config, spec load.Spec) *world {
+	t.Helper()
+	w := &world{broker: b, q: brptest.NewQueues(t), hs: load.Generate(spec)}
+	w.db, w.dbURL = brptest.DBOn(t, serverURL)
 	w.verzending = brptest.ReadFrom(t, w.broker, w.q.Verzending)
 	return w
 }

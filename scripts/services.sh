@@ -3,15 +3,22 @@
 # RabbitMQ (STOMP) as a second broker for the broker conformance suite.
 #
 #   scripts/services.sh up              install what is missing, start both, wait until ready
-#   scripts/services.sh down            stop both (and RabbitMQ, if it runs)
+#   scripts/services.sh down            stop both (and whatever else of the list below runs)
 #   scripts/services.sh status          print whether each runs (exit 0 only if both are ready)
 #   scripts/services.sh env             print export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh restart-db      stop and start PostgreSQL only (data kept)
 #   scripts/services.sh stop-db         stop PostgreSQL only (up starts it again)
+#   scripts/services.sh up-db           start PostgreSQL only
 #   scripts/services.sh restart-broker  stop and start ActiveMQ only (data kept)
 #   scripts/services.sh up-rabbitmq     optional second STOMP broker: install, start RabbitMQ
 #   scripts/services.sh down-rabbitmq   stop RabbitMQ (and its epmd)
 #   scripts/services.sh restart-rabbitmq  stop and start RabbitMQ (data kept)
+#   scripts/services.sh up-amq-pair     ActiveMQ master/slave: two brokers on one store, two ports
+#   scripts/services.sh up-amq-network  two ActiveMQ brokers joined by network connectors
+#   scripts/services.sh up-pg-standby   a streaming standby of PostgreSQL (pg_basebackup)
+#   scripts/services.sh promote-pg-standby  make the standby a primary (failover)
+#   scripts/services.sh down-amq-pair | down-amq-network | down-pg-standby  stop them (a
+#                                       standby's copy of the data is removed)
 #
 # Every command is idempotent. State lives in ${BRP_RUN_DIR:-<repo>/.run}:
 #   pg/data  pg/socket  pg/log/postgres.log                  (owned by the postgres user)
@@ -20,6 +27,21 @@
 # Ports: BRP_DEV_PG_PORT (default 55432), BRP_DEV_STOMP_PORT (default 61613), both on 127.0.0.1.
 # BRP_ACTIVEMQ_HOME (default /usr/share/activemq, the Debian package) may point at another install.
 # The broker configuration is versioned in scripts/activemq/ and copied to the run dir on start.
+#
+# High availability topologies (for the tests of README "High availability"; down stops them):
+# - up-amq-pair: a master on BRP_DEV_PAIR_STOMP_PORT_A (default 61631) and a slave on
+#   BRP_DEV_PAIR_STOMP_PORT_B (61632) sharing the KahaDB store amq-pair/shared/kahadb. The slave
+#   blocks on the store's lock and opens its port only when the master is gone (kill it: the
+#   slave takes over within about a second plus its start-up). Dirs amq-pair/{a,b}.
+# - up-amq-network: brokers brp-net-a and brp-net-b, STOMP on BRP_DEV_NET_STOMP_PORT_A/_B
+#   (61641/61642), OpenWire for their bridges on BRP_DEV_NET_OPENWIRE_PORT_A/_B (61643/61644),
+#   each with a network connector to the other (scripts/activemq/network-*.xml). Dirs
+#   amq-network/{a,b}.
+# - up-pg-standby: a hot standby on BRP_DEV_PG_STANDBY_PORT (55433), copied with pg_basebackup
+#   from BRP_DEV_PG_REPLICATION_ADDR (default the primary, 127.0.0.1:BRP_DEV_PG_PORT; a proxy in
+#   between lets a test cut replication) and streaming from there. BRP_DEV_PG_SYNC=on (the
+#   default) makes the primary wait for it at every commit (synchronous_standby_names = '*',
+#   in the primary's brp-replication.conf); off: asynchronous. Dir pg-standby.
 #
 # RabbitMQ (Debian rabbitmq-server with rabbitmq_stomp) runs only after up-rabbitmq; status and
 # env mention it only while it runs (env then adds BRP_RABBITMQ_STOMP_ADDR/LOGIN/PASSCODE/HOST).
@@ -37,26 +59,68 @@ case $RUN_DIR in
   /*) ;;
   *) RUN_DIR=$PWD/$RUN_DIR ;;
 esac
-PG_PORT=${BRP_DEV_PG_PORT:-55432}
+PRIMARY_PG_PORT=${BRP_DEV_PG_PORT:-55432}
 STOMP_PORT=${BRP_DEV_STOMP_PORT:-61613}
 PG_DB=brp
 PG_USER=postgres
 
-PG_BASE=$RUN_DIR/pg
-PG_DATA=$PG_BASE/data
-PG_SOCK=$PG_BASE/socket
-PG_LOGDIR=$PG_BASE/log
-PG_LOG=$PG_LOGDIR/postgres.log
+# pg_instance points the pg_* functions at one server: the primary (dir pg) or the standby.
+pg_instance() { # dir port
+  PG_BASE=$RUN_DIR/$1
+  PG_DATA=$PG_BASE/data
+  PG_SOCK=$PG_BASE/socket
+  PG_LOGDIR=$PG_BASE/log
+  PG_LOG=$PG_LOGDIR/postgres.log
+  PG_PORT=$2
+}
+pg_instance pg "$PRIMARY_PG_PORT"
+STANDBY_PG_PORT=${BRP_DEV_PG_STANDBY_PORT:-55433}
+REPLICATION_ADDR=${BRP_DEV_PG_REPLICATION_ADDR:-127.0.0.1:$PRIMARY_PG_PORT}
+PG_SYNC=${BRP_DEV_PG_SYNC:-on}
 
 AMQ_HOME=${BRP_ACTIVEMQ_HOME:-/usr/share/activemq}
 AMQ_JAR=$AMQ_HOME/bin/activemq.jar
-AMQ_BASE=$RUN_DIR/activemq
-AMQ_CONF=$AMQ_BASE/conf
-AMQ_DATA=$AMQ_BASE/data
-AMQ_TMP=$AMQ_BASE/tmp
-AMQ_PIDFILE=$AMQ_BASE/activemq.pid
-AMQ_LOG=$AMQ_DATA/activemq.log
-AMQ_OUT=$AMQ_DATA/console.log
+
+# amq_instance points the amq_* functions at one broker: the default one (dir activemq), or a
+# node of the master/slave pair or of the network of brokers.
+amq_instance() { # dir stomp-port [kahadb-dir [broker-name [openwire-port peer-openwire-port]]]
+  AMQ_BASE=$RUN_DIR/$1
+  AMQ_CONF=$AMQ_BASE/conf
+  AMQ_DATA=$AMQ_BASE/data
+  AMQ_TMP=$AMQ_BASE/tmp
+  AMQ_PIDFILE=$AMQ_BASE/activemq.pid
+  AMQ_LOG=$AMQ_DATA/activemq.log
+  AMQ_OUT=$AMQ_DATA/console.log
+  AMQ_PORT=$2
+  AMQ_KAHADB=${3:-$AMQ_DATA/kahadb}
+  AMQ_NAME=${4:-brp-dev}
+  AMQ_OPENWIRE_PORT=${5:-}
+  AMQ_PEER_PORT=${6:-}
+}
+amq_instance activemq "$STOMP_PORT"
+
+PAIR_PORT_A=${BRP_DEV_PAIR_STOMP_PORT_A:-61631}
+PAIR_PORT_B=${BRP_DEV_PAIR_STOMP_PORT_B:-61632}
+NET_PORT_A=${BRP_DEV_NET_STOMP_PORT_A:-61641}
+NET_PORT_B=${BRP_DEV_NET_STOMP_PORT_B:-61642}
+NET_OPENWIRE_A=${BRP_DEV_NET_OPENWIRE_PORT_A:-61643}
+NET_OPENWIRE_B=${BRP_DEV_NET_OPENWIRE_PORT_B:-61644}
+
+# Node a or b of the master/slave pair: one broker name and one store.
+pair_node() { # a|b
+  local port=$PAIR_PORT_A
+  [[ $1 == b ]] && port=$PAIR_PORT_B
+  amq_instance "amq-pair/$1" "$port" "$RUN_DIR/amq-pair/shared/kahadb" brp-pair
+}
+
+# Node a or b of the network of brokers: a store of its own, a bridge to the other.
+net_node() { # a|b
+  if [[ $1 == a ]]; then
+    amq_instance amq-network/a "$NET_PORT_A" "" brp-net-a "$NET_OPENWIRE_A" "$NET_OPENWIRE_B"
+  else
+    amq_instance amq-network/b "$NET_PORT_B" "" brp-net-b "$NET_OPENWIRE_B" "$NET_OPENWIRE_A"
+  fi
+}
 
 PG_WAIT_SECONDS=30
 AMQ_WAIT_SECONDS=60
@@ -250,6 +314,8 @@ port = $PG_PORT
 unix_socket_directories = '$PG_SOCK'
 max_connections = 200
 fsync = on
+# up-pg-standby writes synchronous replication here (primary only); down-pg-standby removes it.
+include_if_exists = 'brp-replication.conf'
 EOF
 }
 
@@ -329,6 +395,64 @@ pg_stop() {
   log "postgres: stopped"
 }
 
+# Sets the primary's synchronous_standby_names ('*' or '': asynchronous) in
+# brp-replication.conf, or removes that file (none), and reloads it if it runs.
+pg_primary_sync() { # '*' | '' | none
+  pg_instance pg "$PRIMARY_PG_PORT"
+  pg_setup_bin
+  if [[ $1 == none ]]; then
+    rm -f -- "$PG_DATA/brp-replication.conf"
+  else
+    printf "# Written by scripts/services.sh up-pg-standby.\nsynchronous_standby_names = '%s'\n" "$1" \
+      | as_pg tee "$PG_DATA/brp-replication.conf" >/dev/null
+  fi
+  if pg_running; then
+    as_pg "$PG_BIN/pg_ctl" reload -D "$PG_DATA" -s >/dev/null || die "postgres: reload failed"
+  fi
+}
+
+# Starts the standby: a copy of the primary taken with pg_basebackup (through
+# REPLICATION_ADDR), streaming from there; then tells the primary whether to wait for it.
+pg_standby_start() {
+  local sync='*'
+  case $PG_SYNC in
+    on) ;;
+    off) sync='' ;;
+    *) die "BRP_DEV_PG_SYNC=$PG_SYNC: expected on or off" ;;
+  esac
+  pg_instance pg-standby "$STANDBY_PG_PORT"
+  pg_setup_bin
+  if ! pg_running && [[ ! -f $PG_DATA/PG_VERSION ]]; then
+    mkdir -p -- "$PG_BASE" "$PG_DATA"
+    if is_root; then chown "$PG_USER:$PG_USER" -- "$PG_BASE" "$PG_DATA"; fi
+    chmod 700 -- "$PG_DATA"
+    log "postgres standby: pg_basebackup from $REPLICATION_ADDR"
+    if ! as_pg "$PG_BIN/pg_basebackup" -h "${REPLICATION_ADDR%:*}" -p "${REPLICATION_ADDR##*:}" -U "$PG_USER" \
+        -D "$PG_DATA" -R -X stream -c fast >"$PG_BASE/basebackup.log" 2>&1; then
+      show_tail "$PG_BASE/basebackup.log"
+      die "pg_basebackup failed (is the primary running?)"
+    fi
+    rm -f -- "$PG_DATA/brp-replication.conf" "$PG_DATA/postmaster.pid"
+  fi
+  pg_start
+  pg_primary_sync "$sync"
+  log "postgres standby: streaming from $REPLICATION_ADDR, synchronous $PG_SYNC"
+}
+
+pg_standby_stop() {
+  pg_instance pg-standby "$STANDBY_PG_PORT"
+  if [[ -d $PG_BASE ]]; then
+    pg_setup_bin
+    pg_stop
+    rm -rf -- "$PG_BASE"
+  fi
+  # The primary must not wait for a standby that is gone.
+  if [[ -f $RUN_DIR/pg/data/brp-replication.conf ]]; then
+    pg_primary_sync none
+  fi
+  pg_instance pg "$PRIMARY_PG_PORT"
+}
+
 # ---------------------------------------------------------------- ActiveMQ
 
 # True if $1 is a live process of this run dir's broker.
@@ -386,12 +510,14 @@ alive() {
   [[ ${stat:0:1} != Z ]]
 }
 
-# Waits for the broker's STOMP port. A broker just started is not java yet for a moment (its
-# subshell execs setsid, which execs java): amq_is_ours would call it gone, and did on a busy
-# machine ("exited during startup" with an empty console log), so only its exit counts.
-amq_wait_ready() { # pid
-  local pid=$1 deadline=$((SECONDS + AMQ_WAIT_SECONDS))
-  until stomp_ping; do
+# Waits until the check (a command) succeeds for the broker started as pid: what says what
+# is awaited. A broker just started is not java yet for a moment (its subshell execs setsid,
+# which execs java): amq_is_ours would call it gone, and did on a busy machine ("exited during
+# startup" with an empty console log), so only its exit counts.
+amq_wait() { # pid what check...
+  local pid=$1 what=$2 deadline=$((SECONDS + AMQ_WAIT_SECONDS))
+  shift 2
+  until "$@"; do
     if ! alive "$pid"; then
       show_tail "$AMQ_OUT"
       show_tail "$AMQ_LOG"
@@ -400,28 +526,60 @@ amq_wait_ready() { # pid
     if ((SECONDS >= deadline)); then
       show_tail "$AMQ_OUT"
       show_tail "$AMQ_LOG"
-      die "activemq does not answer STOMP on 127.0.0.1:$STOMP_PORT after ${AMQ_WAIT_SECONDS} s"
+      die "activemq ($AMQ_BASE) still not $what after ${AMQ_WAIT_SECONDS} s"
     fi
     sleep 0.2
   done
 }
 
-amq_start() {
-  local pid java
+# Waits for the broker's STOMP port.
+amq_wait_ready() { # pid
+  amq_wait "$1" "answering STOMP on 127.0.0.1:$AMQ_PORT" stomp_ping "$AMQ_PORT"
+}
+
+# True if the broker's log, from byte offset from on, has a line matching pattern.
+amq_logged() { # from pattern
+  tail -c +"$(($1 + 1))" "$AMQ_LOG" 2>/dev/null | grep -q -- "$2"
+}
+
+# Writes the broker configuration: scripts/activemq/activemq.xml, with the network connector
+# and the OpenWire listener for it inserted when the broker has a peer.
+amq_write_conf() {
+  if [[ -n $AMQ_PEER_PORT ]]; then
+    # Advisories tell a bridge about the peer's consumers; a queue's duplicate audit would
+    # drop the messages a bridge sends back (replayWhenNoConsumers).
+    sed -e "/<!-- brp:network-connectors -->/r $SCRIPT_DIR/activemq/network-connectors.xml" \
+      -e "/<!-- brp:network-openwire -->/r $SCRIPT_DIR/activemq/network-openwire.xml" \
+      -e 's/advisorySupport="false"/advisorySupport="true"/' -e 's/enableAudit="true"/enableAudit="false"/' \
+      -- "$SCRIPT_DIR/activemq/activemq.xml" >"$AMQ_CONF/activemq.xml"
+  else
+    cp -- "$SCRIPT_DIR/activemq/activemq.xml" "$AMQ_CONF/"
+  fi
+  cp -- "$SCRIPT_DIR/activemq/log4j.properties" "$AMQ_CONF/"
+}
+
+# Starts the broker of amq_instance and waits until it answers STOMP or, as the slave of a
+# master/slave pair, until it waits for its master's store lock.
+amq_start() { # [slave]
+  local pid java from port role=${1:-}
+  AMQ_STARTED_FROM=0 # where this start's lines begin in $AMQ_LOG
   if pid=$(amq_pid); then
-    log "activemq: already running (pid $pid)"
+    log "activemq: already running (pid $pid, $AMQ_BASE)"
     printf '%s\n' "$pid" >"$AMQ_PIDFILE"
+    [[ $role == slave ]] && return 0
     amq_wait_ready "$pid"
-    log "activemq: ready, stomp 127.0.0.1:$STOMP_PORT"
+    log "activemq: ready, stomp 127.0.0.1:$AMQ_PORT"
     return 0
   fi
-  if port_open "$STOMP_PORT"; then
-    die "port 127.0.0.1:$STOMP_PORT is taken by another process; stop it or set BRP_DEV_STOMP_PORT"
-  fi
+  for port in "$AMQ_PORT" ${AMQ_OPENWIRE_PORT:+"$AMQ_OPENWIRE_PORT"}; do
+    if port_open "$port"; then
+      die "port 127.0.0.1:$port is taken by another process; stop it or choose another port (see the header of $0)"
+    fi
+  done
   java=$(command -v java) || die "java not found"
   mkdir -p -- "$AMQ_CONF" "$AMQ_DATA" "$AMQ_TMP" "$AMQ_BASE/lib"
   # The configuration is versioned in scripts/activemq/ and copied on every start.
-  cp -- "$SCRIPT_DIR/activemq/activemq.xml" "$SCRIPT_DIR/activemq/log4j.properties" "$AMQ_CONF/"
+  amq_write_conf
   # $AMQ_BASE/lib is on the broker's extension classpath: add XStream and Jettison
   # (the Debian package leaves them out) for STOMP's jms-map-json/jms-map-xml.
   local jar
@@ -440,7 +598,9 @@ amq_start() {
     -Dactivemq.data="$AMQ_DATA"
     -Dactivemq.classpath="$AMQ_CONF"
     -Dlog4j.configuration="file:$AMQ_CONF/log4j.properties"
-    -Dbrp.stomp.port="$STOMP_PORT"
+    -Dbrp.stomp.port="$AMQ_PORT"
+    -Dbrp.kahadb.dir="$AMQ_KAHADB"
+    -Dbrp.broker.name="$AMQ_NAME"
     --add-opens=java.base/java.lang=ALL-UNNAMED
     --add-opens=java.base/java.util=ALL-UNNAMED
     --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
@@ -450,21 +610,55 @@ amq_start() {
     --add-opens=java.naming/javax.naming=ALL-UNNAMED
     --add-opens=java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED
   )
-  log "activemq: starting, stomp 127.0.0.1:$STOMP_PORT (log: $AMQ_LOG)"
+  if [[ -n $AMQ_PEER_PORT ]]; then
+    opts+=(-Dbrp.openwire.port="$AMQ_OPENWIRE_PORT" -Dbrp.peer.openwire.port="$AMQ_PEER_PORT")
+  fi
+  log "activemq: starting $AMQ_NAME, stomp 127.0.0.1:$AMQ_PORT${role:+ as $role} (log: $AMQ_LOG)"
   printf '\n===== %s services.sh start =====\n' "$(date -Is)" >>"$AMQ_OUT"
+  from=$(stat -c %s "$AMQ_LOG" 2>/dev/null || echo 0)
   # setsid: own session, so that the caller's Ctrl-C or process group kill does not reach it.
   (cd -- "$AMQ_BASE" && exec setsid "$java" "${opts[@]}" -jar "$AMQ_JAR" start \
     "xbean:file:$AMQ_CONF/activemq.xml") </dev/null >>"$AMQ_OUT" 2>&1 9>&- &
   pid=$!
   printf '%s\n' "$pid" >"$AMQ_PIDFILE"
+  if [[ $role == slave ]]; then
+    amq_wait "$pid" "waiting for the store lock" amq_logged "$from" 'is locked by another server'
+    log "activemq: slave (pid $pid) waits for the store lock; stomp 127.0.0.1:$AMQ_PORT opens when the master is gone"
+    return 0
+  fi
   amq_wait_ready "$pid"
-  log "activemq: ready (pid $pid), stomp 127.0.0.1:$STOMP_PORT"
+  log "activemq: ready (pid $pid), stomp 127.0.0.1:$AMQ_PORT"
+  AMQ_STARTED_FROM=$from
+}
+
+# Starts the master/slave pair: the master first, then the slave, which waits for its lock.
+amq_pair_up() {
+  pair_node a
+  amq_start
+  pair_node b
+  amq_start slave
+}
+
+# Starts both brokers of the network and waits until each one's bridge to the other is up.
+amq_network_up() {
+  local from_a from_b
+  net_node a
+  amq_start
+  from_a=$AMQ_STARTED_FROM
+  net_node b
+  amq_start
+  from_b=$AMQ_STARTED_FROM
+  net_node a
+  amq_wait "$(amq_pid)" "bridged to b" amq_logged "$from_a" 'Network connection between .* has been established'
+  net_node b
+  amq_wait "$(amq_pid)" "bridged to a" amq_logged "$from_b" 'Network connection between .* has been established'
+  log "activemq network: bridges a -> b and b -> a established"
 }
 
 amq_stop() {
   local pid deadline
   if ! pid=$(amq_pid); then
-    log "activemq: not running"
+    [[ ${1:-} == quiet ]] || log "activemq: not running"
     rm -f -- "$AMQ_PIDFILE"
     return 0
   fi
@@ -683,6 +877,25 @@ cmd_status() {
     printf 'activemq: stopped\n'
     rc=3
   fi
+  # The high availability topologies are mentioned only while they run.
+  local node
+  for node in pair_node:a pair_node:b net_node:a net_node:b; do
+    "${node%:*}" "${node#*:}"
+    if pid=$(amq_pid); then
+      if stomp_ping "$AMQ_PORT"; then
+        printf 'activemq %s: running (pid %s), ready, stomp 127.0.0.1:%s\n' "${AMQ_BASE#"$RUN_DIR"/}" "$pid" "$AMQ_PORT"
+      else
+        printf 'activemq %s: running (pid %s), not answering STOMP on 127.0.0.1:%s (a slave waiting for the store lock?)\n' \
+          "${AMQ_BASE#"$RUN_DIR"/}" "$pid" "$AMQ_PORT"
+      fi
+    fi
+  done
+  amq_instance activemq "$STOMP_PORT"
+  pg_instance pg-standby "$STANDBY_PG_PORT"
+  if [[ -f $PG_DATA/PG_VERSION ]] && pg_running; then
+    printf 'postgres standby: running on 127.0.0.1:%s (data %s)\n' "$PG_PORT" "$PG_DATA"
+  fi
+  pg_instance pg "$PRIMARY_PG_PORT"
   # RabbitMQ is optional: mentioned only while it runs.
   if pid=$(rmq_pid); then
     if rmq_ping; then
@@ -704,10 +917,38 @@ cmd_env() {
     printf "export BRP_RABBITMQ_STOMP_PASSCODE='%s'\n" "$RMQ_PASS"
     printf "export BRP_RABBITMQ_STOMP_HOST='%s'\n" "$RMQ_VHOST"
   fi
+  pair_node a
+  if amq_pid >/dev/null; then
+    printf "export BRP_AMQ_PAIR_STOMP_ADDR='127.0.0.1:%s,127.0.0.1:%s'\n" "$PAIR_PORT_A" "$PAIR_PORT_B"
+  fi
+  net_node a
+  if amq_pid >/dev/null; then
+    printf "export BRP_AMQ_NETWORK_STOMP_ADDR='127.0.0.1:%s,127.0.0.1:%s'\n" "$NET_PORT_A" "$NET_PORT_B"
+  fi
+}
+
+# Stops the brokers of the pair (the slave first, so that it does not take over) or of the
+# network.
+amq_pair_down() {
+  local node
+  for node in b a; do
+    pair_node "$node"
+    amq_stop "$@"
+  done
+  amq_instance activemq "$STOMP_PORT"
+}
+
+amq_network_down() {
+  local node
+  for node in a b; do
+    net_node "$node"
+    amq_stop "$@"
+  done
+  amq_instance activemq "$STOMP_PORT"
 }
 
 usage() {
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 }
 
 main() {
@@ -724,8 +965,61 @@ main() {
     down)
       take_lock
       rmq_stop quiet
+      amq_pair_down quiet
+      amq_network_down quiet
       amq_stop
-      if pg_bindir >/dev/null; then pg_stop; else log "postgres: not installed"; fi
+      if pg_bindir >/dev/null; then
+        pg_standby_stop
+        pg_stop
+      else
+        log "postgres: not installed"
+      fi
+      ;;
+    up-db)
+      take_lock
+      ensure_installed pg
+      pg_start
+      ;;
+    up-amq-pair)
+      take_lock
+      ensure_installed amq
+      amq_pair_up
+      ;;
+    down-amq-pair)
+      take_lock
+      amq_pair_down
+      ;;
+    up-amq-network)
+      take_lock
+      ensure_installed amq
+      amq_network_up
+      ;;
+    down-amq-network)
+      take_lock
+      amq_network_down
+      ;;
+    up-pg-standby)
+      take_lock
+      ensure_installed pg
+      pg_standby_start
+      ;;
+    promote-pg-standby)
+      take_lock
+      pg_instance pg-standby "$STANDBY_PG_PORT"
+      pg_setup_bin
+      pg_running || die "postgres standby: not running (up-pg-standby starts it)"
+      if [[ $("$PG_BIN/psql" -X -q -At -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d postgres \
+          -c 'select pg_is_in_recovery()') == f ]]; then
+        log "postgres standby: already promoted; primary on 127.0.0.1:$PG_PORT"
+        exit 0
+      fi
+      as_pg "$PG_BIN/pg_ctl" promote -D "$PG_DATA" -w -t "$PG_WAIT_SECONDS" -s >/dev/null \
+        || die "postgres standby: promotion failed (see $PG_LOG)"
+      log "postgres standby: promoted; primary on 127.0.0.1:$PG_PORT"
+      ;;
+    down-pg-standby)
+      take_lock
+      pg_standby_stop
       ;;
     restart-db)
       take_lock

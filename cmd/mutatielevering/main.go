@@ -29,6 +29,9 @@ type config struct {
 	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50"`
 	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH"` // unset: workers x batch
 	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20"`
+	// Consumers subscribe on a random broker node, so that they spread over a network of
+	// brokers (their verzending messages go to the first node that answers).
+	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"true"`
 }
 
 func main() {
@@ -67,6 +70,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	bcfg.RandomStart = bool(cfg.StompRandomize)
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session("mutatielevering"), log)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -95,7 +99,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mux := setup.Mux(reg, nil, setup.Check{Name: "database", Check: db.PingContext},
+	mux := setup.Mux(reg, func() map[string]any {
+		subscribed, verzending := c.BrokerNodes()
+		return map[string]any{"broker_node": subscribed, "verzending_node": verzending}
+	}, setup.Check{Name: "database", Check: db.PingContext},
 		setup.Check{Name: "broker", Check: func(context.Context) error {
 			if !c.Connected() {
 				return errors.New("not subscribed to the publication queue")

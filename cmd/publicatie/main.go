@@ -42,6 +42,8 @@ type config struct {
 	Standalone    setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE" default:"false"`
 	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"60"`
 	Wakeup        setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP" default:"true"`
+	// The publisher takes the first broker node that answers, in the order listed.
+	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"false"`
 }
 
 type foutPolicy publicatie.FoutPolicy
@@ -155,9 +157,11 @@ func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer
 	return nil
 }
 
-// brokerCheck dials the broker (at most every 2 s; in between it repeats the last answer):
-// the publisher holds a connection only while it publishes, so readiness asks the broker itself.
-func brokerCheck(cfg broker.Config) func(context.Context) error {
+// brokerCheck dials the broker through d (at most every 2 s, within 2 s; in between it
+// repeats the last answer): the publisher holds a connection only while it publishes, so
+// readiness asks the broker itself. d is a Dialer of its own, so that the nodes a check
+// reaches do not move the publisher's.
+func brokerCheck(d *broker.Dialer) func(context.Context) error {
 	var mu sync.Mutex
 	var last time.Time
 	var lastErr error
@@ -167,8 +171,9 @@ func brokerCheck(cfg broker.Config) func(context.Context) error {
 		if time.Since(last) < 2*time.Second {
 			return lastErr
 		}
-		cfg.OpTimeout = 2 * time.Second
-		c, err := broker.Dial(ctx, cfg)
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := d.Dial(ctx)
 		if err == nil {
 			c.Disconnect()
 		}
@@ -182,6 +187,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	bcfg.RandomStart = bool(cfg.StompRandomize)
 	guard, err := cfg.Operate.Guard(log)
 	if err != nil {
 		return err
@@ -227,9 +233,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	checks, err := broker.NewDialer(bcfg)
+	if err != nil {
+		return err
+	}
 	mux := setup.Mux(reg, func() map[string]any {
-		return map[string]any{"leader": pub.Leader(), "instance": pub.Config().Instance}
-	}, setup.Check{Name: "database", Check: db.PingContext}, setup.Check{Name: "broker", Check: brokerCheck(bcfg)})
+		return map[string]any{"leader": pub.Leader(), "instance": pub.Config().Instance, "broker_node": pub.BrokerNode()}
+	}, setup.Check{Name: "database", Check: db.PingContext}, setup.Check{Name: "broker", Check: brokerCheck(checks)})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		st, err := pub.Status(r.Context())
 		w.Header().Set("Content-Type", "application/json")

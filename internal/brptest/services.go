@@ -100,23 +100,34 @@ func PrivateRabbitMQ(t testing.TB) *Services {
 }
 
 func privateServices(t testing.TB, rabbit bool) *Services {
-	dir := filepath.Join(repoDir(), ".run", "private", Name(t))
-	s := &Services{t: t, dir: dir, rabbit: rabbit, PGPort: freePort(t), StompPort: freePort(t)}
-	s.env = append(os.Environ(), "BRP_RUN_DIR="+dir,
-		"BRP_DEV_PG_PORT="+strconv.Itoa(s.PGPort), "BRP_DEV_STOMP_PORT="+strconv.Itoa(s.StompPort))
+	s := newPrivate(t)
+	s.rabbit = rabbit
 	if rabbit {
 		s.StompPort = freePort(t)
 		s.env = append(s.env, "BRP_DEV_RABBIT_STOMP_PORT="+strconv.Itoa(s.StompPort),
 			"BRP_DEV_RABBIT_DIST_PORT="+strconv.Itoa(freePort(t)), "BRP_DEV_RABBIT_EPMD_PORT="+strconv.Itoa(freePort(t)))
 	}
-	t.Cleanup(func() {
-		s.run("down")
-		_ = os.RemoveAll(dir)
-	})
 	s.run("up")
 	if rabbit {
 		s.run("up-rabbitmq")
 	}
+	return s
+}
+
+// newPrivate prepares scripts/services.sh for a test of its own: a run directory of its own,
+// PostgreSQL and ActiveMQ on free ports, env (settings of services.sh) added; it starts
+// nothing, and stops everything (services.sh down) and removes the directory when the test
+// ends.
+func newPrivate(t testing.TB, env ...string) *Services {
+	dir := filepath.Join(repoDir(), ".run", "private", Name(t))
+	s := &Services{t: t, dir: dir, PGPort: freePort(t), StompPort: freePort(t)}
+	s.env = append(os.Environ(), "BRP_RUN_DIR="+dir,
+		"BRP_DEV_PG_PORT="+strconv.Itoa(s.PGPort), "BRP_DEV_STOMP_PORT="+strconv.Itoa(s.StompPort))
+	s.env = append(s.env, env...)
+	t.Cleanup(func() {
+		s.run("down")
+		_ = os.RemoveAll(dir)
+	})
 	return s
 }
 

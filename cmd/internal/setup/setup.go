@@ -25,7 +25,7 @@ import (
 // Common holds the settings of both commands.
 type Common struct {
 	DatabaseURL    DatabaseURL `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
-	StompAddr      HostPort    `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
+	StompAddr      BrokerAddrs `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
 	StompLogin     string      `envconfig:"BRP_STOMP_LOGIN"`
 	StompPasscode  string      `envconfig:"BRP_STOMP_PASSCODE"`
 	StompHost      string      `envconfig:"BRP_STOMP_HOST"`

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/broker"
 )
 
 // Each type below is an envconfig.Decoder whose error says what is expected; Load adds the
@@ -104,19 +106,17 @@ func (b *Bool) Decode(v string) error {
 	return nil
 }
 
-// HostPort is a host:port address.
-type HostPort string
+// BrokerAddrs is the broker's host:port, or a comma-separated list of them: the nodes of a
+// master/slave pair or a network of brokers (broker.ParseAddrs).
+type BrokerAddrs string
 
 // Decode implements envconfig.Decoder.
-func (h *HostPort) Decode(v string) error {
-	host, port, err := net.SplitHostPort(strings.TrimSpace(v))
-	if err != nil || host == "" {
-		return fmt.Errorf("expected host:port")
+func (b *BrokerAddrs) Decode(v string) error {
+	nodes, err := broker.ParseAddrs(v)
+	if err != nil {
+		return fmt.Errorf("expected host:port or a comma-separated list of host:port: %v", err)
 	}
-	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-		return fmt.Errorf("expected host:port with a port 1-65535")
-	}
-	*h = HostPort(strings.TrimSpace(v))
+	*b = BrokerAddrs(strings.Join(nodes, ","))
 	return nil
 }
 
