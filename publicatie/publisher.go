@@ -275,6 +275,11 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 			p.log.Warn("sweep for handelingen the intake passed failed; next one in a minute", slog.Any("error", err))
 		}
 	}
+	if p.open.needsAnalyze() {
+		if err := p.open.analyze(rctx, p.db); err != nil {
+			p.log.Warn("analyse of the view of open work failed", slog.Any("error", err))
+		}
+	}
 	published, more, err := p.round(rctx, epoch)
 	if err == nil {
 		p.stalledSince.Store(0)

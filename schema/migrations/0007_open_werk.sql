@@ -31,6 +31,9 @@ create table if not exists publicatie_open (
     primary key (persoon_id, tsreg, admhnd_id)
 );
 create index if not exists publicatie_open_admhnd_idx on publicatie_open (admhnd_id);
+-- Each person's head, found without reading the person's queue: a round's work stays flat
+-- however many handelingen wait behind the heads.
+create index if not exists publicatie_open_kop_idx on publicatie_open (persoon_id) where kop;
 
 -- How far the rounds have taken handelingen in (tsreg, admhnd_id: every handeling up to there,
 -- and below the horizon of the round that took it, is in), and for which exclusion list and
