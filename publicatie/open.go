@@ -286,7 +286,8 @@ const takeInSQL = `
 // review moves the view on for handelingen whose status changed since they were published or
 // finished: ids, or (nil) every one not waiting to be published.
 //
-//   - geleverd: finished; its persons' heads move on.
+//   - geleverd: finished; its persons' heads move on. So is one deleted from admhnd (by
+//     bijhouding, a purge, a test that empties the table): it must not hold anyone back.
 //   - fout that no longer holds its persons back (skip policy, or released): afgerond, heads
 //     move on; the row stays to notice a retry.
 //   - to be delivered again (statuslev NULL: an operator's retry): a published one waits to
@@ -310,13 +311,13 @@ func (o *openWork) review(ctx context.Context, q querier, ids []int64) error {
 		var id int64
 		var staat string
 		var status sql.NullString
-		var released bool
-		if err := rows.Scan(&id, &staat, &status, &released); err != nil {
+		var released, gone bool
+		if err := rows.Scan(&id, &staat, &status, &released, &gone); err != nil {
 			rows.Close()
 			return fmt.Errorf("open work: review: %w", err)
 		}
 		switch {
-		case status.String == "geleverd":
+		case status.String == "geleverd" || gone:
 			finished = append(finished, id)
 		case status.String == "fout" && !o.holdsBack(released):
 			if staat != staatAfgerond {
@@ -377,8 +378,8 @@ func (o *openWork) review(ctx context.Context, q querier, ids []int64) error {
 	return nil
 }
 
-const reviewColumns = `select c.admhnd_id, c.staat, a.statuslev, a.vrijgegeven is not null
-		from publicatie_kandidaat c join admhnd a on a.id = c.admhnd_id`
+const reviewColumns = `select c.admhnd_id, c.staat, a.statuslev, a.vrijgegeven is not null, a.id is null
+		from publicatie_kandidaat c left join admhnd a on a.id = c.admhnd_id`
 
 const reviewAllSQL = reviewColumns + ` where c.staat <> 'wacht'`
 

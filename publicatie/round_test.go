@@ -469,3 +469,19 @@ func TestRoundSweepsUpHandelingenTheIntakePassed(t *testing.T) {
 		t.Fatalf("%d strays found where none are left", n)
 	}
 }
+
+// A handeling deleted from admhnd while the view holds it (in levering, or waiting) holds
+// nobody back.
+func TestRoundForgetsHandelingenDeletedFromAdmhnd(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 20, 30), h(3, 30, 10), h(4, 40, 20), h(5, 50, 30))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	for _, id := range []int64{2, 3} { // 2 in levering, 3 waiting behind 1
+		e.db.MustExec(`delete from admhnd_persoon where admhnd_id = $1`, id)
+		e.db.MustExec(`delete from admhnd where id = $1`, id)
+	}
+	wantIDs(t, "after the deletes", e.round(), 4, 5)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "nothing left of person 10", e.round())
+}
