@@ -116,20 +116,30 @@ func (o *openWork) sync(ctx context.Context, q querier, horizon time.Time) (int,
 	if err := o.review(ctx, q, nil); err != nil {
 		return 0, nil, err
 	}
-	var strays []int64
+	// Handelingen registered below the stand go first, oldest first: while any are left, the
+	// round takes in nothing newer, so none of their persons' later handelingen overtakes them.
+	nLate, strays, err := o.takeInLate(ctx, q)
+	if err != nil {
+		return 0, nil, err
+	}
+	if nLate == o.limit {
+		o.takenSince += nLate
+		return nLate, strays, nil
+	}
 	if len(o.strays) > 0 {
 		// Still to be delivered and not taken in meanwhile (the round may roll back: then
 		// the next sweep finds them again).
-		var err error
-		if strays, err = int64s(ctx, q, straysStillSQL, pq.Array(o.strays)); err != nil {
+		swept, err := int64s(ctx, q, straysStillSQL, pq.Array(o.strays))
+		if err != nil {
 			return 0, nil, fmt.Errorf("open work: take in strays: %w", err)
 		}
 		o.strays = nil
-		if len(strays) > 0 {
-			if err := o.takeIn(ctx, q, strays, staatWacht); err != nil {
+		if len(swept) > 0 {
+			if err := o.takeIn(ctx, q, swept, staatWacht); err != nil {
 				return 0, nil, err
 			}
 		}
+		strays = append(strays, swept...)
 	}
 	query, args := ingestSQL, []any{horizon, wmTsreg, wmID, o.limit, pq.Array(o.excluded)}
 	if isDefaultExclusion(o.excluded) {
@@ -155,7 +165,8 @@ func (o *openWork) sync(ctx context.Context, q querier, horizon time.Time) (int,
 		return 0, nil, fmt.Errorf("open work: read new handelingen: %w", err)
 	}
 	if len(ids) == 0 {
-		return 0, strays, nil
+		o.takenSince += nLate
+		return nLate, strays, nil
 	}
 	if err := o.takeIn(ctx, q, ids, staatWacht); err != nil {
 		return 0, nil, err
@@ -163,9 +174,59 @@ func (o *openWork) sync(ctx context.Context, q querier, horizon time.Time) (int,
 	if _, err := q.ExecContext(ctx, advanceStandSQL, wmTsreg, wmID); err != nil {
 		return 0, nil, fmt.Errorf("open work: record stand: %w", err)
 	}
-	o.takenSince += len(ids) // counted even if the round rolls back: at worst an early analyse
-	return len(ids), strays, nil
+	o.takenSince += nLate + len(ids) // counted even if the round rolls back: at worst an early analyse
+	return nLate + len(ids), strays, nil
 }
+
+// takeInLate takes in up to limit of the handelingen that the trigger on admhnd recorded as
+// registered below the stand (publicatie_nakomer), oldest first. It returns how many records
+// it used up, and the ids of those still to be delivered, which it took in.
+func (o *openWork) takeInLate(ctx context.Context, q querier) (int, []int64, error) {
+	rows, err := q.QueryContext(ctx, lateSQL, o.limit, pq.Array(o.excluded))
+	if err != nil {
+		return 0, nil, fmt.Errorf("open work: read late handelingen: %w", err)
+	}
+	var all, open []int64
+	for rows.Next() {
+		var id int64
+		var isOpen bool
+		if err := rows.Scan(&id, &isOpen); err != nil {
+			rows.Close()
+			return 0, nil, fmt.Errorf("open work: read late handelingen: %w", err)
+		}
+		all = append(all, id)
+		if isOpen {
+			open = append(open, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("open work: read late handelingen: %w", err)
+	}
+	if len(all) == 0 {
+		return 0, nil, nil
+	}
+	if _, err := q.ExecContext(ctx, deleteLateSQL, pq.Array(all)); err != nil {
+		return 0, nil, fmt.Errorf("open work: take in late handelingen: %w", err)
+	}
+	if len(open) > 0 {
+		if err := o.takeIn(ctx, q, open, staatWacht); err != nil {
+			return 0, nil, err
+		}
+	}
+	return len(all), open, nil
+}
+
+// lateSQL reads the recorded late handelingen, oldest first (gone ones first of all), each
+// with whether it is to be taken in: still to be delivered, not excluded, not in the view.
+const lateSQL = `
+		select n.admhnd_id, coalesce(a.statuslev is null and a.soort <> all($2::text[])
+		       and not exists (select from publicatie_kandidaat c where c.admhnd_id = n.admhnd_id), false)
+		from publicatie_nakomer n left join admhnd a on a.id = n.admhnd_id
+		order by a.tsreg nulls first, n.admhnd_id
+		limit $1`
+
+const deleteLateSQL = `delete from publicatie_nakomer where admhnd_id = any($1)`
 
 // sweep looks, outside any round, for handelingen to be delivered that the intake passed
 // without taking them in (see openWork), up to limit, for the next round to take in.
@@ -225,6 +286,9 @@ func (o *openWork) rebuild(ctx context.Context, q querier) error {
 		return fmt.Errorf("open work: rebuild: %w", err)
 	}
 	if _, err := q.ExecContext(ctx, `delete from publicatie_kandidaat`); err != nil {
+		return fmt.Errorf("open work: rebuild: %w", err)
+	}
+	if _, err := q.ExecContext(ctx, `delete from publicatie_nakomer`); err != nil { // read again from the beginning
 		return fmt.Errorf("open work: rebuild: %w", err)
 	}
 	if _, err := q.ExecContext(ctx, `update publicatie_stand set tsreg = '-infinity', admhnd_id = 0, fingerprint = $1 where id = 1`,

@@ -455,7 +455,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	}
 	if len(strays) > 0 {
 		p.log.Warn("handelingen to be delivered found below the intake's stand; delivered late",
-			slog.Any("admhnd_ids", strays))
+			slog.Int("count", len(strays)), slog.Any("admhnd_ids", strays[:min(len(strays), 20)]))
 	}
 	budget := p.cfg.MaxInLevering - inLevering
 	var keep []Candidate
@@ -549,7 +549,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	}
 	// A round that took in a full LIMIT may have left work behind: the next one follows at
 	// once while there is room to publish.
-	return len(sent), ingested == p.cfg.Limit && len(keep) < budget, nil
+	return len(sent), ingested >= p.cfg.Limit && len(keep) < budget, nil
 }
 
 func ids(cs []Candidate) []int64 {

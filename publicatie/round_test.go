@@ -441,27 +441,41 @@ func TestRoundTakesOverWorkPublishedBefore(t *testing.T) {
 	wantIDs(t, "after the one in levering was delivered", e.round(), 3)
 }
 
-// A handeling that appears below what the intake has passed (a writer that stamped tsreg
-// before its transaction's start; one set back to be delivered by hand) is swept up and
-// delivered, late, behind what of its persons is in flight.
-func TestRoundSweepsUpHandelingenTheIntakePassed(t *testing.T) {
+// A handeling registered below what the intake has passed (a writer that stamped tsreg before
+// its transaction's start, a clock behind) is recorded by the trigger on admhnd and taken in
+// by the next round before anything newer: here before a later handeling of its person that
+// is registered after it but above the stand.
+func TestRoundTakesInLateHandelingenFirst(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{Limit: 2})
+	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	e.setStatus("geleverd", 1, 2)
+	wantIDs(t, "second round", e.round(), 3)
+	e.insert(h(4, 1, 20), h(5, 2, 30), h(6, 3, 40), h(7, 40, 20), h(8, 50, 30))
+	wantIDs(t, "the late ones first, LIMIT at a time, nothing newer meanwhile", e.round(), 4, 5)
+	e.setStatus("geleverd", 4, 5)
+	wantIDs(t, "the last late one, then the newer ones of the same persons", e.round(), 6, 7, 8)
+}
+
+// A handeling set back to be delivered by hand after it left the view is swept up (once a
+// minute, outside the rounds) and delivered again, behind what of its persons is in flight.
+func TestRoundSweepsUpHandelingenSetBackByHand(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
 	wantIDs(t, "first round", e.round(), 1, 2)
 	e.setStatus("geleverd", 1, 2)
 	wantIDs(t, "second round", e.round(), 3)
-	// Registered late, older than everything taken in; and one set back by hand.
-	e.insert(h(4, 5, 20))
-	e.db.MustExec(`update admhnd set statuslev = null, tslev = null where id = 2`)
+	e.db.MustExec(`update admhnd set statuslev = null, tslev = null where id in (1, 2)`)
 	wantIDs(t, "before the sweep", e.round())
 	ctx := context.Background()
 	if err := e.pub.open.sweep(ctx, e.db); err != nil {
 		t.Fatal(err)
 	}
-	wantIDs(t, "after the sweep: the older of person 20 first", e.round(), 4)
-	e.setStatus("geleverd", 3, 4)
-	wantIDs(t, "then the one set back", e.round(), 2)
+	wantIDs(t, "after the sweep: person 10's waits for 3 in flight", e.round(), 2)
+	e.setStatus("geleverd", 2, 3)
+	wantIDs(t, "then person 10's", e.round(), 1)
 	if err := e.pub.open.sweep(ctx, e.db); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ type querier interface {
 // ingestSQL, whose plan depends on its exclusion list, nor the rebuild's.
 var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, touchStaleSQL, markSQL,
 	standSQL, advanceStandSQL, ingestDefaultSQL, takeInSQL, reviewAllSQL, reviewSQL, setStaatSQL, deleteKandidaatSQL,
-	openPersonsSQL, deleteOpenSQL, headsSQL, countHeadsSQL, readySQL}
+	openPersonsSQL, deleteOpenSQL, headsSQL, countHeadsSQL, readySQL, lateSQL, deleteLateSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off.

@@ -45,3 +45,23 @@ create table if not exists publicatie_stand (
     fingerprint text        not null default ''
 );
 insert into publicatie_stand (id) values (1) on conflict do nothing;
+
+-- Handelingen registered below the stand (a writer that stamped tsreg before its transaction
+-- began, a clock behind the database's, admhnd emptied and filled again): recorded when they
+-- are inserted, so that the next round takes them in before anything newer. The function
+-- runs as its owner, so bijhouding's role needs no rights on the service's tables.
+create table if not exists publicatie_nakomer (
+    admhnd_id bigint primary key
+);
+create or replace function publicatie_nakomer_vastleggen() returns trigger
+    language plpgsql security definer set search_path from current as $$
+begin
+    insert into publicatie_nakomer (admhnd_id)
+    select n.id from nieuw n, publicatie_stand s
+    where s.id = 1 and (n.tsreg, n.id) <= (s.tsreg, s.admhnd_id)
+    on conflict do nothing;
+    return null;
+end $$;
+drop trigger if exists admhnd_nakomer on admhnd;
+create trigger admhnd_nakomer after insert on admhnd referencing new table as nieuw
+    for each statement execute function publicatie_nakomer_vastleggen();
