@@ -31,12 +31,12 @@ import (
 // retry of a fout that no longer held anyone back (skip policy, or released): it is taken in
 // again and waits behind its persons' handelingen in flight, as the earlier selection did.
 //
-// What the intake cannot see is swept up: a handeling to be delivered that is below the stand
-// but not in the view (registered with a tsreg older than its transaction's start, a clock
-// that went back, or set back to be delivered by hand) is found by sweep, at most once per
-// sweepEvery, outside the rounds (it reads every open handeling), and taken in by the next
-// round. It is then delivered, late, behind whatever of its persons is in flight: nothing is
-// lost, though such a handeling can overtake nothing that went before it.
+// A handeling registered below the stand anyway (a tsreg older than its transaction's start,
+// a clock behind, admhnd emptied and filled again) is recorded by a trigger on admhnd
+// (publicatie_nakomer) and taken in by the next round before anything newer (takeInLate).
+// One set back to be delivered by hand after it left the view is found by sweep, at most once
+// per sweepEvery and outside the rounds (it reads every open handeling). Either waits behind
+// whatever of its persons is in flight: nothing is lost.
 type openWork struct {
 	excluded []string
 	policy   FoutPolicy
