@@ -33,9 +33,7 @@ type Config struct {
 	// Delay is the pause after a round that found nothing more to do (seed: fixedDelay).
 	// Default 5s.
 	Delay time.Duration
-	// Limit is the most new handelingen (not rows) a round reads from admhnd into its view of
-	// open work (see openWork); what a round publishes is bounded by MaxInLevering alone.
-	// Default 5000.
+	// Limit is the most handelingen (not rows) read per round. Default 5000.
 	Limit int
 	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
 	MaxInLevering int

@@ -47,7 +47,6 @@ type Publisher struct {
 	wake  chan struct{}
 
 	m      *metrics
-	open   *openWork    // the leader's, used by one round at a time
 	epoch  atomic.Int64 // current lease epoch; 0 while follower
 	dialer *broker.Dialer
 	conn   *broker.Conn
@@ -89,7 +88,6 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 		lease:  &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
 		wake:   make(chan struct{}, 1),
 		m:      newMetrics(cfg.Registerer),
-		open:   &openWork{excluded: cfg.Excluded, policy: cfg.FoutPolicy, limit: cfg.Limit},
 		stmts:  prepared.New(db.DB),
 		dialer: dialer,
 	}, nil
@@ -270,16 +268,6 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 	p.cancelRound.Store(&cancel)
 	defer p.cancelRound.Store(nil)
 	p.stalledSince.CompareAndSwap(0, time.Now().UnixNano())
-	if time.Since(p.open.lastSweep) >= sweepEvery {
-		if err := p.open.sweep(rctx, p.db); err != nil {
-			p.log.Warn("sweep for handelingen the intake passed failed; next one in a minute", slog.Any("error", err))
-		}
-	}
-	if p.open.needsAnalyze() {
-		if err := p.open.analyze(rctx, p.db); err != nil {
-			p.log.Warn("analyse of the view of open work failed", slog.Any("error", err))
-		}
-	}
 	published, more, err := p.round(rctx, epoch)
 	if err == nil {
 		p.stalledSince.Store(0)
@@ -410,10 +398,10 @@ type publication struct {
 	Personen []int64 `json:"personen"`
 }
 
-// round is one publication round, in one database transaction: count what is in flight, bring
-// the view of open work up to date, take from it the handelingen that are the oldest open one
-// of every person they touch, mark them in_levering, send them (and any whose earlier message
-// was lost) in one broker transaction and, only if the lease is still ours, commit.
+// round is one publication round, in one database transaction: count what is in flight, read
+// the oldest candidates, keep those that overtake nobody, mark them in_levering, send them (and
+// any whose earlier message was lost) in one broker transaction and, only if the lease is
+// still ours, commit.
 func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more bool, err error) {
 	start := time.Now()
 	// An error here is the database being away: BeginTx reports it below, and what did not
@@ -449,20 +437,17 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	if err != nil {
 		return 0, false, dbErr(err)
 	}
-	ingested, strays, err := p.open.sync(ctx, q, horizon)
-	if err != nil {
-		return 0, false, dbErr(err)
-	}
-	if len(strays) > 0 {
-		p.log.Warn("handelingen to be delivered found below the intake's stand; delivered late",
-			slog.Int("count", len(strays)), slog.Any("admhnd_ids", strays[:min(len(strays), 20)]))
-	}
 	budget := p.cfg.MaxInLevering - inLevering
-	var keep []Candidate
+	var candidates, keep []Candidate
 	if budget > 0 {
-		if keep, err = p.open.ready(ctx, q, budget); err != nil {
+		var blocked map[int64]struct{}
+		if candidates, blocked, err = readSelection(ctx, q, p.cfg.Excluded, window(p.cfg.Limit, budget), horizon, p.cfg.FoutPolicy); err != nil {
 			return 0, false, dbErr(err)
 		}
+		keep = Select(candidates, blocked, budget)
+	}
+	if len(keep) == 0 && len(stale) == 0 {
+		return 0, false, nil
 	}
 	republished, err := touchStale(ctx, q, ids(stale))
 	if err != nil {
@@ -470,22 +455,6 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	}
 	marked, err := markInLevering(ctx, q, ids(keep))
 	if err != nil {
-		return 0, false, dbErr(err)
-	}
-	var first, unmarked []int64
-	for _, c := range keep {
-		if marked[c.ID] {
-			first = append(first, c.ID)
-		} else {
-			unmarked = append(unmarked, c.ID)
-		}
-	}
-	if err := p.open.published(ctx, q, first); err != nil {
-		return 0, false, dbErr(err)
-	}
-	// One not marked is locked by another session (a consumer delivering a copy left by a
-	// failed round, an operator), or already finished by such a copy: the view catches up.
-	if err := p.open.review(ctx, q, unmarked); err != nil {
 		return 0, false, dbErr(err)
 	}
 	var msgs []broker.Message
@@ -542,14 +511,18 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	if h := p.cfg.Hooks.RoundCommitted; h != nil {
 		h(sent)
 	}
-	if len(sent) > 0 || ingested > 0 {
-		p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
-			slog.Int("republished", len(republished)), slog.Int("taken_in", ingested),
-			slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
-	}
-	// A round that took in a full LIMIT may have left work behind: the next one follows at
-	// once while there is room to publish.
-	return len(sent), ingested >= p.cfg.Limit && len(keep) < budget, nil
+	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
+		slog.Int("republished", len(republished)), slog.Int("candidates", len(candidates)),
+		slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
+	return len(sent), len(candidates) == window(p.cfg.Limit, budget) && len(keep) < budget, nil
+}
+
+// window is how many candidates a round reads: at most limit, and not many more than it can
+// publish. A round with room for 200 need not read 5,000; reading the oldest ones only is
+// safe, because every older handeling of a candidate is then read too. What is not read waits
+// for a later round.
+func window(limit, budget int) int {
+	return min(limit, max(4*budget, 500))
 }
 
 func ids(cs []Candidate) []int64 {

@@ -370,132 +370,17 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	}
 	defer conn.Close()
 	var plan []string
-	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+ingestDefaultSQL); err != nil {
+	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+selectionDefaultSQL); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SelectContext(ctx, &plan, `explain execute sel(now(), null, 0, 5000)`); err != nil {
+	if err := conn.SelectContext(ctx, &plan, `explain execute sel(5000, now(), true)`); err != nil {
 		t.Fatal(err)
 	}
-	usesIndex("the default intake's generic plan", plan)
+	usesIndex("the default selection's generic plan", plan)
 	// Another list that excludes the initial load: planned with its values on every call.
 	plan = nil
-	if err := e.db.Select(&plan, `explain `+ingestSQL, time.Now(), nil, 0, 5000, pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})); err != nil {
+	if err := e.db.Select(&plan, `explain `+selectionSQL, 5000, time.Now(), true, pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})); err != nil {
 		t.Fatal(err)
 	}
-	usesIndex("the intake for another list", plan)
-}
-
-// Runs of handelingen per person (a bulk correction done person by person): one round
-// publishes the head of every person with work, however the runs interleave in tsreg. The
-// earlier selection read a window of the oldest candidates and published one per round here.
-func TestRoundPublishesEveryPersonsHeadWhateverTheInterleaving(t *testing.T) {
-	t.Parallel()
-	e := newRoundEnv(t, Config{MaxInLevering: 100})
-	var hs []load.Handeling
-	for p := range int64(3) {
-		for i := range int64(1000) {
-			hs = append(hs, h(p*1000+i+1, int(p*1000+i), 10+p))
-		}
-	}
-	e.insert(hs...)
-	wantIDs(t, "first round", e.round(), 1, 1001, 2001)
-	e.setStatus("geleverd", 1001)
-	wantIDs(t, "after one delivery", e.round(), 1002)
-}
-
-// Changing the rules (here the excluded soorten) rebuilds the publisher's view: handelingen
-// that were excluded are now delivered in their place.
-func TestRoundRebuildsItsViewWhenTheRulesChange(t *testing.T) {
-	t.Parallel()
-	e := newRoundEnv(t, Config{})
-	e.insert(load.Handeling{ID: 1, Soort: InitieleVulling, Tsreg: t0, Personen: []int64{10}}, h(2, 2, 10), h(3, 3, 30))
-	wantIDs(t, "initial load excluded", e.round(), 2, 3)
-	e.setStatus("geleverd", 2, 3)
-	wantIDs(t, "nothing left", e.round())
-	e.insert(h(4, 4, 10))
-	pub, err := New(e.db, Config{Standalone: true, Queue: e.pub.cfg.Queue, Broker: e.pub.cfg.Broker, Excluded: []string{},
-		Hooks: e.pub.cfg.Hooks}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pub.shutdown)
-	e.pub = pub
-	wantIDs(t, "nothing excluded any more", e.round(), 1)
-	e.setStatus("geleverd", 1)
-	wantIDs(t, "then the person's next one", e.round(), 4)
-}
-
-// Handelingen in levering and in fout when the view is first built (an upgrade from the
-// earlier selection) hold their persons back as before.
-func TestRoundTakesOverWorkPublishedBefore(t *testing.T) {
-	t.Parallel()
-	e := newRoundEnv(t, Config{})
-	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 10), h(4, 4, 20), h(5, 5, 30))
-	e.setStatus("in_levering", 1)
-	e.setStatus("fout", 2)
-	if _, err := e.db.Exec(`update admhnd set tspub = now() where id = 1`); err != nil { // published just now
-		t.Fatal(err)
-	}
-	wantIDs(t, "first round", e.round(), 5)
-	e.setStatus("geleverd", 1)
-	wantIDs(t, "after the one in levering was delivered", e.round(), 3)
-}
-
-// A handeling registered below what the intake has passed (a writer that stamped tsreg before
-// its transaction's start, a clock behind) is recorded by the trigger on admhnd and taken in
-// by the next round before anything newer: here before a later handeling of its person that
-// is registered after it but above the stand.
-func TestRoundTakesInLateHandelingenFirst(t *testing.T) {
-	t.Parallel()
-	e := newRoundEnv(t, Config{Limit: 2})
-	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
-	wantIDs(t, "first round", e.round(), 1, 2)
-	e.setStatus("geleverd", 1, 2)
-	wantIDs(t, "second round", e.round(), 3)
-	e.insert(h(4, 1, 20), h(5, 2, 30), h(6, 3, 40), h(7, 40, 20), h(8, 50, 30))
-	wantIDs(t, "the late ones first, LIMIT at a time, nothing newer meanwhile", e.round(), 4, 5)
-	e.setStatus("geleverd", 4, 5)
-	wantIDs(t, "the last late one, then the newer ones of the same persons", e.round(), 6, 7, 8)
-}
-
-// A handeling set back to be delivered by hand after it left the view is swept up (once a
-// minute, outside the rounds) and delivered again, behind what of its persons is in flight.
-func TestRoundSweepsUpHandelingenSetBackByHand(t *testing.T) {
-	t.Parallel()
-	e := newRoundEnv(t, Config{})
-	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
-	wantIDs(t, "first round", e.round(), 1, 2)
-	e.setStatus("geleverd", 1, 2)
-	wantIDs(t, "second round", e.round(), 3)
-	e.db.MustExec(`update admhnd set statuslev = null, tslev = null where id in (1, 2)`)
-	wantIDs(t, "before the sweep", e.round())
-	ctx := context.Background()
-	if err := e.pub.open.sweep(ctx, e.db); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, "after the sweep: person 10's waits for 3 in flight", e.round(), 2)
-	e.setStatus("geleverd", 2, 3)
-	wantIDs(t, "then person 10's", e.round(), 1)
-	if err := e.pub.open.sweep(ctx, e.db); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(e.pub.open.strays); n != 0 {
-		t.Fatalf("%d strays found where none are left", n)
-	}
-}
-
-// A handeling deleted from admhnd while the view holds it (in levering, or waiting) holds
-// nobody back.
-func TestRoundForgetsHandelingenDeletedFromAdmhnd(t *testing.T) {
-	t.Parallel()
-	e := newRoundEnv(t, Config{})
-	e.insert(h(1, 10, 10), h(2, 20, 20, 30), h(3, 30, 10), h(4, 40, 20), h(5, 50, 30))
-	wantIDs(t, "first round", e.round(), 1, 2)
-	for _, id := range []int64{2, 3} { // 2 in levering, 3 waiting behind 1
-		e.db.MustExec(`delete from admhnd_persoon where admhnd_id = $1`, id)
-		e.db.MustExec(`delete from admhnd where id = $1`, id)
-	}
-	wantIDs(t, "after the deletes", e.round(), 4, 5)
-	e.setStatus("geleverd", 1)
-	wantIDs(t, "nothing left of person 10", e.round())
+	usesIndex("the selection for another list", plan)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestReferenceSelect(t *testing.T) {
+func TestSelect(t *testing.T) {
 	t.Parallel()
 	c := func(id int64, ps ...int64) Candidate { return Candidate{ID: id, Personen: ps} }
 	tests := []struct {
@@ -30,40 +30,9 @@ func TestReferenceSelect(t *testing.T) {
 			for _, p := range tt.blocked {
 				blocked[p] = struct{}{}
 			}
-			if got := ids(refSelect(tt.cands, blocked, tt.budget)); !slices.Equal(got, tt.want) {
+			if got := ids(Select(tt.cands, blocked, tt.budget)); !slices.Equal(got, tt.want) {
 				t.Fatalf("Select = %v, want %v", got, tt.want)
 			}
 		})
 	}
-}
-
-// refSelect is the reference model of the selection: the straightforward rule that the
-// publisher used before publicatie_open (on a window of the oldest candidates). It walks
-// candidates oldest first and returns, in that order, at most budget of them that may be
-// published now: a handeling is kept only if none of its persons is blocked. Every
-// candidate walked, kept or not, blocks its persons for the candidates after it, so a person's
-// second handeling never travels with its first and a skipped multi-person handeling holds
-// back all of its persons. blocked holds the persons blocked before the walk (in levering, or
-// fout under the strict policy); refSelect adds to it.
-func refSelect(candidates []Candidate, blocked map[int64]struct{}, budget int) []Candidate {
-	var keep []Candidate
-	for _, c := range candidates {
-		if len(keep) >= budget {
-			break
-		}
-		free := true
-		for _, p := range c.Personen {
-			if _, ok := blocked[p]; ok {
-				free = false
-				break
-			}
-		}
-		for _, p := range c.Personen {
-			blocked[p] = struct{}{}
-		}
-		if free {
-			keep = append(keep, c)
-		}
-	}
-	return keep
 }

@@ -46,10 +46,8 @@ type querier interface {
 }
 
 // roundSQL are the statements of a round that run prepared (see package prepared); not
-// ingestSQL, whose plan depends on its exclusion list, nor the rebuild's.
-var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, touchStaleSQL, markSQL,
-	standSQL, advanceStandSQL, ingestDefaultSQL, takeInSQL, reviewAllSQL, reviewSQL, setStaatSQL, deleteKandidaatSQL,
-	openPersonsSQL, deleteOpenSQL, headsSQL, countHeadsSQL, readySQL, lateSQL, deleteLateSQL}
+// selectionSQL, whose plan depends on its exclusion list.
+var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, selectionDefaultSQL, touchStaleSQL, markSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off.
@@ -57,6 +55,87 @@ const roundTimeoutSQL = `
 		select set_config('idle_in_transaction_session_timeout',
 			(select case when setting::bigint = 0 then $1 else least(setting::bigint, $1) end
 			 from pg_settings where name = 'idle_in_transaction_session_timeout')::text, true)`
+
+// readSelection returns, from one snapshot, up to limit handelingen still to be delivered
+// (statuslev NULL, soort not excluded, registered before horizon), oldest tsreg first, ties by
+// id, each with all of its persons, and the persons blocked before the walk: those with a
+// handeling in levering and, under the strict policy, with a fout handeling no operator
+// released (only those among the candidates' persons). The limit counts handelingen, so a
+// multi-person handeling is never cut in half.
+//
+// One statement, because two would see two snapshots: an operator's retry (fout back to NULL)
+// committing between them would hide the retried handeling both as a candidate and as a
+// blocker, and its person's next handeling would overtake it.
+func readSelection(ctx context.Context, q querier, excluded []string, limit int, horizon time.Time, policy FoutPolicy) ([]Candidate, map[int64]struct{}, error) {
+	query, args := selectionSQL, []any{limit, horizon, policy == Strict, pq.Array(excluded)}
+	if len(excluded) == 1 && excluded[0] == InitieleVulling {
+		query, args = selectionDefaultSQL, args[:3]
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read selection: %w", err)
+	}
+	defer rows.Close()
+	var cands []Candidate
+	blocked := map[int64]struct{}{}
+	for rows.Next() {
+		var blocker bool
+		var id sql.NullInt64
+		var tsreg sql.NullTime
+		var persoon sql.NullInt64
+		if err := rows.Scan(&blocker, &id, &tsreg, &persoon); err != nil {
+			return nil, nil, fmt.Errorf("read selection: %w", err)
+		}
+		if blocker {
+			blocked[persoon.Int64] = struct{}{}
+			continue
+		}
+		cands = addRow(cands, id.Int64, persoon)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read selection: %w", err)
+	}
+	return cands, blocked, nil
+}
+
+// selectionSQL is readSelection's query for any exclusion list ($4). It is not prepared
+// (roundSQL): lib/pq has it planned with its parameters on every call, so the planner can
+// prove from the list whether admhnd_te_leveren_zonder_iv_idx applies.
+//
+// The persons are read per handeling through lateral subqueries that the planner cannot flatten
+// (offset 0): one index probe per candidate and per handeling in levering, whatever the
+// statistics say. Left to itself, the planner hashes all of admhnd_persoon while the table is
+// small (measured: twice the time of the probes at 30,000 rows). Only blocked persons that
+// are also candidates' persons are returned; the walk looks at no others.
+var selectionSQL = fmt.Sprintf(selectionTemplate, "soort <> all($4::text[])")
+
+// selectionDefaultSQL is selectionSQL for the default exclusion, with that soort written in:
+// the index's own predicate, so that also the generic plan of the prepared statement uses
+// the index (with soort <> all($4) it sorted every candidate instead: measured). It is a
+// constant of this package, never input.
+var selectionDefaultSQL = fmt.Sprintf(selectionTemplate, "soort <> '"+InitieleVulling+"'")
+
+const selectionTemplate = `
+		with c as (
+			select id, tsreg from admhnd
+			where statuslev is null and %s and tsreg < $2
+			order by tsreg, id
+			limit $1
+		), cp as materialized (
+			select c.id, c.tsreg, p.persoon_id
+			from c left join lateral (
+				select persoon_id from admhnd_persoon where admhnd_id = c.id offset 0) p on true
+		), b as materialized (
+			select p.persoon_id
+			from admhnd a cross join lateral (
+				select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p
+			where a.statuslev = 'in_levering' or ($3 and a.statuslev = 'fout' and a.vrijgegeven is null)
+		)
+		select false as blocker, id, tsreg, persoon_id from cp
+		union all
+		select distinct true, null::bigint, null::timestamptz, persoon_id
+		from b where persoon_id in (select persoon_id from cp)
+		order by 1, 3, 2, 4`
 
 // readStale returns up to limit handelingen that have been in levering for longer than
 // timeout: their message was lost or dead-lettered, so they are published again.
