@@ -2,8 +2,8 @@
 // publication (backlog, in levering, delivered, fout, the oldest undelivered handeling, the
 // persons held up and why, the cluster's lease), the fout handelingen with their history, and
 // the two actions on a fout handeling (retry, release), each recorded in admhnd_beheer. Handler
-// serves it all as a self-refreshing HTML page and JSON; cmd/publicatie offers it on the
-// command line.
+// serves it all as a self-refreshing HTML page and JSON; CLI is the same on the command line
+// (publicatie status, publicatie fout ...): it parses the operator's arguments and writes text.
 //
 // Every query reads open work through the schema's partial indexes (statuslev is null,
 // in_levering, fout), so its cost does not grow with the delivered history; the two exceptions

@@ -99,7 +99,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, setup.ErrConfig), errors.Is(err, errUsage), errors.Is(err, errOperateUsage),
+	case errors.Is(err, setup.ErrConfig), errors.Is(err, errUsage), errors.Is(err, operate.ErrUsage),
 		errors.Is(err, publicatie.ErrConfig):
 		return 2
 	}
@@ -127,9 +127,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer db.Close()
-		return operateCommand(ctx, db, args, stdout, cfg.overview())
+		return operate.CLI{DB: db, Config: cfg.overview(), Door: door()}.Run(ctx, args, stdout)
 	}
 	return errUsage
+}
+
+// door names who runs an operator command: $SUDO_USER, else $USER.
+func door() string {
+	if d := os.Getenv("SUDO_USER"); d != "" {
+		return d
+	}
+	return os.Getenv("USER")
 }
 
 func (cfg config) overview() operate.OverviewConfig {

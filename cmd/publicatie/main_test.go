@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/operate"
+)
+
+// The operator commands are tested in operate (CLI); here only that the binary reaches them
+// and maps their errors to exit codes.
+func TestOperatorCommandsExitCodes(t *testing.T) {
+	db, dbURL := brptest.DB(t)
+	if _, err := db.Exec(`insert into admhnd (id, soort, tsreg) values (1, 'VERHUIZING', now())`); err != nil {
+		t.Fatal(err)
+	}
+	bin := brptest.Build(t, "cmd/publicatie")
+	for _, c := range []struct {
+		args   []string
+		user   string // $USER; $SUDO_USER is empty
+		code   int
+		stderr string
+	}{
+		{[]string{"status"}, "", 0, ""},
+		{[]string{"fout", "list"}, "", 0, ""},
+		{[]string{"fout", "show", "-h"}, "", 0, ""},
+		{[]string{"fout", "list", "--bogus"}, "", 2, "publicatie: bad usage: fout list: flag provided but not defined: -bogus\nusage:\n"},
+		{[]string{"fout", "show", "abc"}, "", 2, `publicatie: bad usage: fout show: ID must be a handeling id (a number), not "abc"`},
+		{[]string{"fout", "retry", "1"}, "", 2, "--door NAME is required"},
+		{[]string{"fout", "retry", "1"}, "ops", 1, "publicatie: retry 1: operate: handeling is not in fout: it is te leveren (NULL)\n"},
+		{[]string{"fout", "show", "999"}, "", 1, "publicatie: show 999: operate: handeling not found\n"},
+		{[]string{"frobnicate"}, "", 2, "publicatie: usage: publicatie [migrate | status | fout list|show|retry|release ...]\n"},
+	} {
+		t.Setenv("SUDO_USER", "")
+		t.Setenv("USER", c.user)
+		code, stderr := brptest.RunBad(t, bin, "BRP_DATABASE_URL", dbURL, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.stderr) || (c.stderr == "") != (stderr == "") {
+			t.Errorf("publicatie %q: exit %d, want %d; stderr:\n%s", c.args, code, c.code, stderr)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{fmt.Errorf("%w: x", operate.ErrUsage), 2},
+		{errUsage, 2},
+		{fmt.Errorf("show 1: %w", operate.ErrNotFound), 1},
+		{errors.New("database down"), 1},
+	} {
+		if got := exitCode(c.err); got != c.want {
+			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package operate
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrUsage is wrapped by every usage error of CLI.Run: an unknown command, a bad flag, a missing,
+// extra or malformed argument. Such an error's message names what was wrong and ends with the
+// usage text; cmd/publicatie exits 2 on it.
+var ErrUsage = errors.New("bad usage")
+
+// usage is printed with usage errors and for -h.
+const usage = `usage:
+  publicatie status                                      the publication at a glance
+  publicatie fout list [--limit N]                       fout handelingen, newest first (default 200)
+  publicatie fout show ID                                reason, persons, history, what it holds back
+  publicatie fout retry ID [--door NAME] [--note TEXT]   deliver it again, in its place
+  publicatie fout release ID [--door NAME] [--note TEXT] let its persons' later handelingen pass it
+--door names who acts (recorded in admhnd_beheer); default $SUDO_USER, else $USER.`
+
+// CLI runs the operator commands of cmd/publicatie (status, fout list|show|retry|release)
+// against one database and writes their results as text for a terminal. Text that comes from
+// the database (soorten, reasons, names, notes) is written with control characters replaced
+// by spaces, so that it cannot steer the terminal.
+type CLI struct {
+	// DB is the publication's database.
+	DB *sqlx.DB
+	// Config is the publisher's configuration: status and fout show judge backlog and blocked
+	// persons by its rules.
+	Config OverviewConfig
+	// Door names who acts when retry or release is given no --door. cmd/publicatie passes
+	// $SUDO_USER, else $USER, as the usage text says; empty, --door is required.
+	Door string
+}
+
+// Run runs one operator command; args are what follows "publicatie": "status", or "fout"
+// with list, show, retry or release and their flags and ID (flags may stand before or after
+// the ID). Its output goes to stdout. -h (or --help) writes the usage text to stdout and
+// returns nil without running the command. A usage error wraps ErrUsage (a blank door
+// ErrDoorRequired as well) and nothing is read or changed; the errors of ReadOverview,
+// ListFout, ShowFout, Retry and Release are returned as they are.
+func (c CLI) Run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("no command")
+	}
+	switch args[0] {
+	case "status":
+		if _, err := parseArgs("status", args[1:], stdout, nil, 0); err != nil {
+			return ignoreHelp(err)
+		}
+		o, err := ReadOverview(ctx, c.DB, c.Config)
+		if err != nil {
+			return err
+		}
+		writeStatus(stdout, o)
+		return nil
+	case "fout":
+		if len(args) < 2 {
+			return usageErr("fout: missing list, show, retry or release")
+		}
+		return c.fout(ctx, args[1], args[2:], stdout)
+	}
+	return usageErr("unknown command " + strconv.Quote(args[0]))
+}
+
+// fout runs "fout SUB ARGS...".
+func (c CLI) fout(ctx context.Context, sub string, args []string, stdout io.Writer) error {
+	name := "fout " + sub
+	switch sub {
+	case "list":
+		limit := MaxFouten
+		if _, err := parseArgs(name, args, stdout, func(fs *flag.FlagSet) { fs.IntVar(&limit, "limit", limit, "most handelingen listed") }, 0); err != nil {
+			return ignoreHelp(err)
+		}
+		if limit <= 0 {
+			return usageErr(name + ": --limit must be positive")
+		}
+		fs, err := ListFout(ctx, c.DB, limit)
+		if err != nil {
+			return err
+		}
+		writeFoutList(stdout, fs)
+		return nil
+	case "show":
+		pos, err := parseArgs(name, args, stdout, nil, 1)
+		if err != nil {
+			return ignoreHelp(err)
+		}
+		id, err := parseID(name, pos[0])
+		if err != nil {
+			return err
+		}
+		d, err := ShowFout(ctx, c.DB, id, c.Config)
+		if err != nil {
+			return err
+		}
+		writeFoutDetail(stdout, d)
+		return nil
+	case "retry", "release":
+		door := c.Door
+		var note string
+		pos, err := parseArgs(name, args, stdout, func(fs *flag.FlagSet) {
+			fs.StringVar(&door, "door", door, "who acts (default $SUDO_USER, else $USER)")
+			fs.StringVar(&note, "note", "", "why (optional, recorded)")
+		}, 1)
+		if err != nil {
+			return ignoreHelp(err)
+		}
+		id, err := parseID(name, pos[0])
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(door) == "" {
+			return fmt.Errorf("%w: %s: --door NAME is required ($SUDO_USER and $USER are empty): %w", ErrUsage, name, ErrDoorRequired)
+		}
+		if sub == "retry" {
+			if err := Retry(ctx, c.DB, id, door, note); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "handeling %d retried by %s: it is te leveren again; the publisher delivers it in its place.\n", id, door)
+			return nil
+		}
+		if err := Release(ctx, c.DB, id, door, note); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "handeling %d released by %s: it stays fout; later handelingen of its persons may pass it now.\n", id, door)
+		return nil
+	}
+	return usageErr("fout: unknown command " + strconv.Quote(sub) + " (want list, show, retry or release)")
+}
+
+// usageErr is a usage error saying msg, followed by the usage text.
+func usageErr(msg string) error {
+	return fmt.Errorf("%w: %s\n%s", ErrUsage, msg, usage)
+}
+
+// ignoreHelp turns -h (usage already printed) into success.
+func ignoreHelp(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+// parseArgs parses flags wherever they stand ("retry 42 --door x" as well as "retry --door x
+// 42") and wants exactly npos positional arguments. On -h it writes the usage text to stdout
+// and returns flag.ErrHelp.
+func parseArgs(name string, args []string, stdout io.Writer, flags func(*flag.FlagSet), npos int) ([]string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if flags != nil {
+		flags(fs)
+	}
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, usage)
+			return nil, err
+		}
+		if err != nil {
+			return nil, usageErr(name + ": " + err.Error())
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) != npos {
+		if npos == 0 {
+			return nil, usageErr(name + ": unexpected argument " + strconv.Quote(pos[0]))
+		}
+		return nil, usageErr(fmt.Sprintf("%s: want %d argument (ID), got %d", name, npos, len(pos)))
+	}
+	return pos, nil
+}
+
+// parseID reads a handeling id.
+func parseID(name, s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, usageErr(name + ": ID must be a handeling id (a number), not " + strconv.Quote(s))
+	}
+	return id, nil
+}

@@ -1,0 +1,194 @@
+package operate
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+)
+
+// The text that CLI writes: the publication at a glance, the fout list and one fout handeling.
+
+// tsFormat is how CLI writes a moment (in local time).
+const tsFormat = "2006-01-02 15:04:05.000"
+
+// writeStatus writes "publicatie status": the counts, the oldest undelivered handeling, the
+// lease, and the first blocked persons and fout handelingen.
+func writeStatus(w io.Writer, o Overview) {
+	excluded := strings.Join(o.Excluded, ",")
+	if excluded == "" {
+		excluded = "none"
+	}
+	fmt.Fprintf(w, "publicatie status at %s (database clock)\ncluster %s, fout policy %s, excluded %s\n\n",
+		o.GeneratedAt.Local().Format(tsFormat), o.Cluster, o.FoutPolicy, excluded)
+	width := len(strconv.FormatInt(max(o.Backlog, o.InLevering, o.DeliveredLastMinute, o.Geleverd, o.Fout), 10))
+	fmt.Fprintf(w, "backlog (te leveren)   %*d\n", width, o.Backlog)
+	fmt.Fprintf(w, "in levering            %*d\n", width, o.InLevering)
+	fmt.Fprintf(w, "delivered last minute  %*d  %s per minute, last 10 minutes\n", width, o.DeliveredLastMinute, sparkline(o.DeliveredPerMinute))
+	fmt.Fprintf(w, "geleverd in total      %*d\n", width, o.Geleverd)
+	fmt.Fprintf(w, "fout                   %*d\n\n", width, o.Fout)
+	if h := o.Oldest; h != nil {
+		state := "te leveren"
+		if h.Statuslev == "in_levering" {
+			state = "in levering"
+		}
+		fmt.Fprintf(w, "oldest undelivered  %d %s, registered %s, age %s, %s\n", h.ID, clean(h.Soort), h.Tsreg.Local().Format(tsFormat), FormatAge(h.AgeSeconds), state)
+	} else {
+		fmt.Fprintln(w, "oldest undelivered  none")
+	}
+	l := o.Lease
+	switch {
+	case l.Holder == "":
+		fmt.Fprintf(w, "lease               nobody holds it (epoch %d, last activity %s)\n", l.Epoch, ago(l.SecondsSinceActivity))
+	default:
+		fmt.Fprintf(w, "lease               %s leads, epoch %d, last activity %s\n", clean(l.Holder), l.Epoch, ago(l.SecondsSinceActivity))
+	}
+
+	const rows = 8
+	fmt.Fprintf(w, "\nblocked persons: %d\n", o.BlockedTotal)
+	if len(o.Blocked) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PERSOON\tHELD BY\tWAITING\tWHY")
+		for _, b := range o.Blocked[:min(rows, len(o.Blocked))] {
+			fmt.Fprintf(tw, "  %d\t%d\t%d\t%s\n", b.PersoonID, b.BlockingID, b.Waiting, cut(b.Why, 70))
+		}
+		tw.Flush()
+		if o.BlockedTotal > rows {
+			fmt.Fprintf(w, "  ... %d more on the status page\n", o.BlockedTotal-rows)
+		}
+	}
+	fmt.Fprintf(w, "\nfout handelingen: %d\n", o.Fout)
+	if len(o.Fouten) > 0 {
+		writeFoutTable(w, o.Fouten[:min(rows, len(o.Fouten))], 48)
+		if o.Fout > rows {
+			fmt.Fprintf(w, "  ... %d more: publicatie fout list\n", o.Fout-rows)
+		}
+		fmt.Fprintln(w, "\n  publicatie fout show ID | fout retry ID --door NAME | fout release ID --door NAME")
+	}
+}
+
+// writeFoutList writes "publicatie fout list".
+func writeFoutList(w io.Writer, fs []Fout) {
+	if len(fs) == 0 {
+		fmt.Fprintln(w, "no handelingen in fout")
+		return
+	}
+	writeFoutTable(w, fs, 100)
+}
+
+// writeFoutTable writes fout handelingen as a table, reasons cut to reasonWidth runes.
+func writeFoutTable(w io.Writer, fs []Fout, reasonWidth int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tSOORT\tREGISTERED\tPERSONEN\tRELEASED\tREASON")
+	for _, f := range fs {
+		released, personen := "no", JoinIDs(f.Personen, ",")
+		if f.Vrijgegeven != nil {
+			released = "yes"
+		}
+		if personen == "" {
+			personen = "-"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", f.ID, clean(f.Soort), f.Tsreg.Local().Format("2006-01-02 15:04:05"),
+			cut(personen, 24), released, cut(f.Foutreden, reasonWidth))
+	}
+	tw.Flush()
+}
+
+// writeFoutDetail writes "publicatie fout show ID".
+func writeFoutDetail(w io.Writer, d FoutDetail) {
+	status := d.Statuslev
+	if status == "" {
+		status = "te leveren (NULL)"
+	}
+	personen := JoinIDs(d.Personen, ",")
+	if personen == "" {
+		personen = "none"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "handeling\t%d\n", d.ID)
+	fmt.Fprintf(tw, "soort\t%s\n", clean(d.Soort))
+	fmt.Fprintf(tw, "registered\t%s\n", d.Tsreg.Local().Format(tsFormat))
+	fmt.Fprintf(tw, "status\t%s\n", status)
+	fmt.Fprintf(tw, "personen\t%s\n", personen)
+	if d.Foutreden != "" {
+		fmt.Fprintf(tw, "reason\t%s\n", clean(d.Foutreden))
+	}
+	if d.Statuslev == "fout" {
+		released := "no"
+		if d.Vrijgegeven != nil {
+			released = d.Vrijgegeven.Local().Format(tsFormat)
+		}
+		fmt.Fprintf(tw, "released\t%s\n", released)
+	}
+	fmt.Fprintf(tw, "holds back\t%d waiting handeling(en)\n", d.HeldBackTotal)
+	tw.Flush()
+	for _, h := range d.HeldBack[:min(10, len(d.HeldBack))] {
+		fmt.Fprintf(w, "  %d %s, registered %s\n", h.ID, clean(h.Soort), h.Tsreg.Local().Format(tsFormat))
+	}
+	if d.HeldBackTotal > 10 {
+		fmt.Fprintf(w, "  ... %d more\n", d.HeldBackTotal-10)
+	}
+	fmt.Fprintf(w, "\nhistory (%d)\n", len(d.Audit))
+	for _, a := range d.Audit {
+		note := ""
+		if a.Toelichting != "" {
+			note = ": " + clean(a.Toelichting)
+		}
+		fmt.Fprintf(w, "  %s  %s by %s%s\n", a.Op.Local().Format(tsFormat), a.Actie, clean(a.Door), note)
+	}
+	if d.Statuslev == "fout" {
+		fmt.Fprintln(w, "\ncommands")
+		if d.Overtaken > 0 {
+			fmt.Fprintf(w, "  note: %d later handeling(en) of its persons are already in levering or geleverd;\n  a retry delivers this one after them.\n", d.Overtaken)
+		}
+		fmt.Fprintf(w, "  publicatie fout retry %d --door NAME --note TEXT\n", d.ID)
+		if d.Vrijgegeven == nil {
+			fmt.Fprintf(w, "  publicatie fout release %d --door NAME --note TEXT\n", d.ID)
+		}
+	}
+}
+
+// ago reads "3m05s ago", or "never" for a negative number of seconds.
+func ago(seconds float64) string {
+	if seconds < 0 {
+		return "never"
+	}
+	return FormatAge(seconds) + " ago"
+}
+
+// sparkline draws ns as bars of eight heights, the largest full.
+func sparkline(ns []int64) string {
+	const bars = "▁▂▃▄▅▆▇█"
+	levels := []rune(bars)
+	var m int64 = 1
+	for _, n := range ns {
+		m = max(m, n)
+	}
+	var b strings.Builder
+	for _, n := range ns {
+		b.WriteRune(levels[n*int64(len(levels)-1)/m])
+	}
+	return b.String()
+}
+
+// clean keeps text from the database from steering the terminal: control characters become
+// spaces.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// cut cleans s and shortens it to n runes.
+func cut(s string, n int) string {
+	r := []rune(clean(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n-1]) + "…"
+}
