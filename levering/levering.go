@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/prepared"
 )
@@ -260,7 +261,7 @@ func (c *Consumer) Counts() Counts {
 func (c *Consumer) Run(ctx context.Context) error {
 	c.log.Info("consumer started", slog.String("queue", c.cfg.Queue), slog.Int("workers", c.cfg.Workers),
 		slog.Int("batch", c.cfg.Batch), slog.Int("prefetch", c.cfg.Prefetch))
-	backoff := 100 * time.Millisecond
+	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	failing := false
 	for ctx.Err() == nil {
 		node, err := c.session(ctx)
@@ -269,7 +270,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		connected := node != ""
 		if connected {
-			backoff = 100 * time.Millisecond
+			retry.Reset()
 		} else {
 			node = c.cfg.Broker.Addr // every node failed; the error says how
 		}
@@ -278,11 +279,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.reconnects.WithLabelValues("broker").Inc()
 		}
 		failing = true
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
+		_ = retry.Wait(ctx) // the loop ends on ctx
 	}
 	_ = c.stmts.Close()
 	c.log.Info("consumer stopped")
@@ -523,7 +520,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 	}
 	slices.Sort(ids)
 	b.setIDs(ids)
-	backoff := 100 * time.Millisecond
+	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	failing, locked := false, false
 	for {
 		res, err := c.deliver(ctx, ids, send, b)
@@ -553,12 +550,9 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 			failing = true
 		}
 		b.at(stepRetry)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		if err := retry.Wait(ctx); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
