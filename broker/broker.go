@@ -302,7 +302,40 @@ func (c *Conn) Send(ctx context.Context, msgs ...Message) error {
 // Subscription delivers messages of one queue.
 type Subscription struct {
 	conn *Conn
-	c    chan *stomp.Message
+	c    chan *Delivery
+	done chan struct{} // closed with c, once err is set
+	err  error
+}
+
+// Delivery is one message received on a Subscription: what consumers read of a STOMP MESSAGE
+// frame, and what Subscription.Ack needs to acknowledge it. It keeps the STOMP library inside
+// this package.
+type Delivery struct {
+	// MessageID is the broker's message-id header.
+	MessageID string
+	// AdmhndID is the admhnd-id header as a number; 0 when it is missing or not a number
+	// (Header("admhnd-id") returns it as it was sent).
+	AdmhndID int64
+	// Body is the message body.
+	Body []byte
+
+	msg *stomp.Message
+}
+
+// Header returns the value of header key, "" when the message has none. A header repeated in
+// the frame gives its first value, as STOMP 1.2 says.
+func (d *Delivery) Header(key string) string { return d.msg.Header.Get(key) }
+
+// Headers returns a copy of all the message's headers; a repeated header keeps its first value.
+func (d *Delivery) Headers() map[string]string {
+	h := make(map[string]string, d.msg.Header.Len())
+	for i := range d.msg.Header.Len() {
+		k, v := d.msg.Header.GetAt(i)
+		if _, seen := h[k]; !seen {
+			h[k] = v
+		}
+	}
+	return h
 }
 
 // Subscribe subscribes to destination with client-individual ack and at most prefetch
@@ -320,6 +353,9 @@ func (c *Conn) Subscribe(ctx context.Context, destination string, prefetch int) 
 func (c *Conn) SubscribeCumulative(ctx context.Context, destination string, prefetch int) (*Subscription, error) {
 	return c.subscribe(ctx, destination, prefetch, stomp.AckClient)
 }
+
+// errSubscriptionClosed is Subscription.Err for a subscription that ended without an error.
+var errSubscriptionClosed = errors.New("subscription closed")
 
 func (c *Conn) subscribe(ctx context.Context, destination string, prefetch int, mode stomp.AckMode) (*Subscription, error) {
 	var sub *stomp.Subscription
@@ -339,24 +375,57 @@ func (c *Conn) subscribe(ctx context.Context, destination string, prefetch int, 
 	// acks queue up unwritten, and the workers that should drain the channel wait for their
 	// acks: a deadlock. The pump keeps the loop free: its buffer holds everything the broker
 	// may push (prefetch) and more.
-	s := &Subscription{conn: c, c: make(chan *stomp.Message, prefetch+16)}
-	go func() {
-		defer close(s.c)
-		for m := range sub.C {
-			s.c <- m
-		}
-	}()
+	s := newSubscription(c, prefetch+16)
+	go s.pump(sub.C)
 	return s, nil
 }
 
-// C delivers the subscription's messages; a message with Err set, or a closed channel, means
-// the connection is gone.
-func (s *Subscription) C() <-chan *stomp.Message { return s.c }
+func newSubscription(c *Conn, buffer int) *Subscription {
+	return &Subscription{conn: c, c: make(chan *Delivery, buffer), done: make(chan struct{})}
+}
 
-// Ack acknowledges m (and, on a cumulative subscription, every message before it). It does
+// pump turns go-stomp's messages into Deliveries until in is closed. go-stomp reports a
+// failed connection as a message with Err set and then closes in; Err keeps that error.
+func (s *Subscription) pump(in <-chan *stomp.Message) {
+	var err error
+	for m := range in {
+		switch {
+		case err != nil:
+			// Nothing follows an error; should anything, it is not delivered.
+		case m.Err != nil:
+			err = m.Err
+		default:
+			id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
+			s.c <- &Delivery{MessageID: m.Header.Get(frame.MessageId), AdmhndID: id, Body: m.Body, msg: m}
+		}
+	}
+	if err == nil {
+		err = errSubscriptionClosed
+	}
+	s.err = err
+	close(s.done)
+	close(s.c)
+}
+
+// C delivers the subscription's messages in the order the broker sent them. It is closed when
+// the subscription ends, which means the connection is gone; Err then says why.
+func (s *Subscription) C() <-chan *Delivery { return s.c }
+
+// Err returns why the subscription ended (the connection's error, or "subscription closed"),
+// or nil while it runs. Once C is closed, Err is not nil.
+func (s *Subscription) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Ack acknowledges d (and, on a cumulative subscription, every message before it). It does
 // not wait for the broker: a lost ack only causes a redelivery, which the consumer absorbs.
-func (s *Subscription) Ack(ctx context.Context, m *stomp.Message) error {
-	return s.conn.guard(ctx, "ack", func() error { return s.conn.sc.Ack(m) })
+func (s *Subscription) Ack(ctx context.Context, d *Delivery) error {
+	return s.conn.guard(ctx, "ack", func() error { return s.conn.sc.Ack(d.msg) })
 }
 
 // quietLogger keeps go-stomp's own logging out of the service's structured logs; every error

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-stomp/stomp/v3"
-
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/brptest"
 )
@@ -35,12 +33,12 @@ func TestAcksDoNotWaitBehindPrefetchedMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 3 {
-		var held []*stomp.Message
+		var held []*broker.Delivery
 		for range 30 {
 			select {
-			case m := <-sub.C():
-				if m.Err != nil {
-					t.Fatal(m.Err)
+			case m, ok := <-sub.C():
+				if !ok {
+					t.Fatal(sub.Err())
 				}
 				held = append(held, m)
 			case <-time.After(5 * time.Second):

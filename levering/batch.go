@@ -1,12 +1,11 @@
 package levering
 
 import (
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-stomp/stomp/v3"
+	"github.com/brp/levering/broker"
 )
 
 // The steps of a batch, as logs and readiness name them.
@@ -31,12 +30,11 @@ type batch struct {
 	admhnd []int64
 }
 
-func (b *batch) begin(msgs []*stomp.Message) {
+func (b *batch) begin(msgs []*broker.Delivery) {
 	b.mu.Lock()
 	b.admhnd = b.admhnd[:0]
 	for _, m := range msgs {
-		id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
-		b.admhnd = append(b.admhnd, id)
+		b.admhnd = append(b.admhnd, m.AdmhndID)
 	}
 	b.mu.Unlock()
 	b.size.Store(int64(len(msgs)))

@@ -18,11 +18,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-stomp/stomp/v3"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/prepared"
 )
@@ -261,7 +261,7 @@ func (c *Consumer) Counts() Counts {
 func (c *Consumer) Run(ctx context.Context) error {
 	c.log.Info("consumer started", slog.String("queue", c.cfg.Queue), slog.Int("workers", c.cfg.Workers),
 		slog.Int("batch", c.cfg.Batch), slog.Int("prefetch", c.cfg.Prefetch))
-	backoff := 100 * time.Millisecond
+	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	failing := false
 	for ctx.Err() == nil {
 		node, err := c.session(ctx)
@@ -270,7 +270,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		connected := node != ""
 		if connected {
-			backoff = 100 * time.Millisecond
+			retry.Reset()
 		} else {
 			node = c.cfg.Broker.Addr // every node failed; the error says how
 		}
@@ -279,11 +279,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.reconnects.WithLabelValues("broker").Inc()
 		}
 		failing = true
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
+		_ = retry.Wait(ctx) // the loop ends on ctx
 	}
 	_ = c.stmts.Close()
 	c.log.Info("consumer stopped")
@@ -411,7 +407,7 @@ func (c *Consumer) watch(ctx context.Context, cancel context.CancelCauseFunc, cl
 // work handles batches of publications until ctx ends; hard bounds the batch in hand.
 func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, send *broker.Conn, b *batch) error {
 	for {
-		var m *stomp.Message
+		var m *broker.Delivery
 		var ok bool
 		select {
 		case <-ctx.Done():
@@ -444,13 +440,10 @@ func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, sen
 
 // fill starts a batch with m and adds what is already prefetched, up to Batch, without
 // waiting. broken reports a subscription that ended; the batch so far is still handled.
-func (c *Consumer) fill(sub *broker.Subscription, m *stomp.Message, ok bool) (batch []*stomp.Message, broken error) {
+func (c *Consumer) fill(sub *broker.Subscription, m *broker.Delivery, ok bool) (batch []*broker.Delivery, broken error) {
 	for {
-		switch {
-		case !ok:
-			return batch, errors.New("subscription closed")
-		case m.Err != nil:
-			return batch, m.Err
+		if !ok {
+			return batch, sub.Err()
 		}
 		batch = append(batch, m)
 		if len(batch) >= c.cfg.Batch {
@@ -473,7 +466,7 @@ type publication struct {
 // errBadInput marks a publication that can never be processed; it is set aside.
 var errBadInput = errors.New("bad publication")
 
-func parse(m *stomp.Message) (int64, error) {
+func parse(m *broker.Delivery) (int64, error) {
 	var p publication
 	if err := json.Unmarshal(m.Body, &p); err != nil {
 		return 0, fmt.Errorf("%w: body is not a publication: %s", errBadInput, jsonProblem(err))
@@ -481,7 +474,7 @@ func parse(m *stomp.Message) (int64, error) {
 	if p.ID == nil {
 		return 0, fmt.Errorf("%w: body has no id", errBadInput)
 	}
-	if h := m.Header.Get("admhnd-id"); h != "" && h != strconv.FormatInt(*p.ID, 10) {
+	if h := m.Header("admhnd-id"); h != "" && h != strconv.FormatInt(*p.ID, 10) {
 		return 0, fmt.Errorf("%w: admhnd-id header %q differs from body id %d", errBadInput, h, *p.ID)
 	}
 	return *p.ID, nil
@@ -505,8 +498,8 @@ func jsonProblem(err error) string {
 // (the publications stay held, unacknowledged). Unreadable publications and unknown ids are
 // set aside. It returns an error only when the broker connection is unusable or ctx ended
 // before the work was done; the batch then goes back to the queue.
-func (c *Consumer) handle(ctx context.Context, msgs []*stomp.Message, send *broker.Conn, b *batch) error {
-	byID := map[int64][]*stomp.Message{}
+func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *broker.Conn, b *batch) error {
+	byID := map[int64][]*broker.Delivery{}
 	var ids []int64
 	for _, m := range msgs {
 		id, err := parse(m)
@@ -527,7 +520,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []*stomp.Message, send *brok
 	}
 	slices.Sort(ids)
 	b.setIDs(ids)
-	backoff := 100 * time.Millisecond
+	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	failing, locked := false, false
 	for {
 		res, err := c.deliver(ctx, ids, send, b)
@@ -557,17 +550,14 @@ func (c *Consumer) handle(ctx context.Context, msgs []*stomp.Message, send *brok
 			failing = true
 		}
 		b.at(stepRetry)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		if err := retry.Wait(ctx); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
 // record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit.
-func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*stomp.Message, send *broker.Conn, b *batch) error {
+func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*broker.Delivery, send *broker.Conn, b *batch) error {
 	var ids []int64
 	for id, o := range res {
 		ids = append(ids, id)
@@ -582,7 +572,7 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 		case duplicate:
 			c.duplicates.Add(copies)
 			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
-				slog.String("message_id", byID[id][0].Header.Get("message-id")))
+				slog.String("message_id", byID[id][0].MessageID))
 		case unknown:
 			b.at(stepSetAside)
 			for _, m := range byID[id] {
@@ -597,9 +587,9 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 
 // park sets a publication that can never be processed aside on the dead-letter queue, with
 // the reason, so that it is acknowledged instead of crash-looping.
-func (c *Consumer) park(ctx context.Context, m *stomp.Message, send *broker.Conn, reason string) error {
-	id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
-	c.log.Error("publication set aside", slog.Int64("admhnd_id", id), slog.String("message_id", m.Header.Get("message-id")),
+func (c *Consumer) park(ctx context.Context, m *broker.Delivery, send *broker.Conn, reason string) error {
+	id := m.AdmhndID
+	c.log.Error("publication set aside", slog.Int64("admhnd_id", id), slog.String("message_id", m.MessageID),
 		slog.String("reason", reason), slog.String("dead_letter_queue", c.cfg.DeadLetterQueue))
 	err := send.Send(ctx, broker.Message{
 		Destination: c.cfg.DeadLetterQueue,
@@ -607,7 +597,7 @@ func (c *Consumer) park(ctx context.Context, m *stomp.Message, send *broker.Conn
 		Body:        m.Body,
 		Header: map[string]string{
 			"brp-reason":              reason,
-			"brp-original-message-id": m.Header.Get("message-id"),
+			"brp-original-message-id": m.MessageID,
 		},
 	})
 	if err != nil {

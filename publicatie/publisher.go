@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/prepared"
 )
@@ -146,7 +147,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		slog.Int("max_in_levering", p.cfg.MaxInLevering), slog.Duration("wartezeit", p.cfg.Wartezeit),
 		slog.String("queue", p.cfg.Queue))
 	var failing error
-	backoff := 100 * time.Millisecond
+	retry := backoff.New(100*time.Millisecond, 10*time.Second)
 	for ctx.Err() == nil {
 		more, err := p.step(ctx)
 		wait := p.cfg.Delay
@@ -159,14 +160,13 @@ func (p *Publisher) Run(ctx context.Context) error {
 				p.m.reconnects.WithLabelValues(dependency(err)).Inc()
 			}
 			failing = err
-			wait = min(backoff, p.cfg.Delay)
-			backoff = min(2*backoff, 10*time.Second)
+			wait = min(retry.Next(), p.cfg.Delay)
 		default:
 			if failing != nil {
 				p.log.Info("publication rounds succeed again", slog.String("after_error", failing.Error()))
 				failing = nil
 			}
-			backoff = 100 * time.Millisecond
+			retry.Reset()
 			if more && !p.cfg.FixedDelay {
 				continue
 			}

@@ -815,14 +815,14 @@ rmq_wait_gone() { # seconds comm...
 }
 
 rmq_stop() { # [quiet]: say nothing if it does not run
-  local pid pids
+  local pid
+  local -a pids
   if ! pid=$(rmq_pid); then
     # The launcher script without a VM, or our epmd, may still be left.
-    pids=$(rmq_pids rabbitmq-server epmd)
-    if [[ -n $pids ]]; then
-      log "rabbitmq: stopping leftover processes ${pids//$'\n'/ }"
-      # shellcheck disable=SC2086 # one pid a word
-      kill -TERM $pids 2>/dev/null || true
+    mapfile -t pids < <(rmq_pids rabbitmq-server epmd)
+    if ((${#pids[@]})); then
+      log "rabbitmq: stopping leftover processes ${pids[*]}"
+      kill -TERM "${pids[@]}" 2>/dev/null || true
       rmq_wait_gone 10 rabbitmq-server epmd || true
     elif [[ ${1:-} != quiet ]]; then
       log "rabbitmq: not running"
@@ -835,16 +835,14 @@ rmq_stop() { # [quiet]: say nothing if it does not run
   kill -TERM "$pid" 2>/dev/null || true
   if ! rmq_wait_gone "$RMQ_STOP_SECONDS" beam.smp rabbitmq-server; then
     log "rabbitmq: still running after ${RMQ_STOP_SECONDS} s, sending SIGKILL"
-    pids=$(rmq_pids beam.smp rabbitmq-server)
-    # shellcheck disable=SC2086 # one pid a word
-    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    mapfile -t pids < <(rmq_pids beam.smp rabbitmq-server)
+    ((${#pids[@]})) && kill -KILL "${pids[@]}" 2>/dev/null
     rmq_wait_gone 10 beam.smp rabbitmq-server || die "rabbitmq (pid $pid) does not die"
   fi
   # epmd outlives the node it was started for; this one serves only our port.
-  pids=$(rmq_pids epmd)
-  if [[ -n $pids ]]; then
-    # shellcheck disable=SC2086 # one pid a word
-    kill -TERM $pids 2>/dev/null || true
+  mapfile -t pids < <(rmq_pids epmd)
+  if ((${#pids[@]})); then
+    kill -TERM "${pids[@]}" 2>/dev/null || true
     rmq_wait_gone 10 epmd || true
   fi
   rm -f -- "$RMQ_PIDFILE"

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-stomp/stomp/v3"
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
@@ -167,7 +165,7 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int, ackPerBa
 	}()
 	type worker struct {
 		sub  *broker.Subscription
-		msgs <-chan *stomp.Message
+		msgs <-chan *broker.Delivery
 		send *broker.Conn
 	}
 	var ws []worker
@@ -262,15 +260,12 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int, ackPerBa
 // acknowledge on the subscribing connection can deadlock: the I/O loop waits for a worker to
 // take a message (the subscription's channel holds 16), the workers wait in Ack for the I/O
 // loop to write (its write queue holds 20).
-func pump(sub *broker.Subscription, prefetch int) <-chan *stomp.Message {
-	out := make(chan *stomp.Message, 2*prefetch+16)
+func pump(sub *broker.Subscription, prefetch int) <-chan *broker.Delivery {
+	out := make(chan *broker.Delivery, 2*prefetch+16)
 	go func() {
 		defer close(out)
 		for m := range sub.C() {
 			out <- m
-			if m.Err != nil {
-				return
-			}
 		}
 	}()
 	return out
@@ -300,8 +295,8 @@ func (b *bench) prefill(ctx context.Context, queue string, n int) error {
 // rawWorker receives, updates (committed), sends (confirmed) and acks until ctx ends; with
 // batch > 1 it gathers up to batch messages (waiting at most 5 ms for each next one) and
 // handles them in one database and one broker transaction.
-func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, msgs <-chan *stomp.Message, send *broker.Conn, qout string, batch int, ackPerBatch bool, done func(int)) error {
-	recv := func(wait time.Duration) (*stomp.Message, error) {
+func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, msgs <-chan *broker.Delivery, send *broker.Conn, qout string, batch int, ackPerBatch bool, done func(int)) error {
+	recv := func(wait time.Duration) (*broker.Delivery, error) {
 		var timeout <-chan time.Time
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -315,10 +310,7 @@ func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, msgs <-
 			return nil, nil
 		case m, ok := <-msgs:
 			if !ok {
-				return nil, errors.New("subscription closed")
-			}
-			if m.Err != nil {
-				return nil, m.Err
+				return nil, sub.Err()
 			}
 			return m, nil
 		}
@@ -330,7 +322,7 @@ func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, msgs <-
 		if err != nil {
 			return err
 		}
-		ms := []*stomp.Message{m}
+		ms := []*broker.Delivery{m}
 		for len(ms) < batch {
 			m, err := recv(5 * time.Millisecond)
 			if err != nil {
@@ -348,7 +340,7 @@ func (b *bench) rawWorker(ctx context.Context, sub *broker.Subscription, msgs <-
 			if err := json.Unmarshal(m.Body, &p); err != nil {
 				return fmt.Errorf("raw: bad message: %w", err)
 			}
-			if h := m.Header.Get("admhnd-id"); h != strconv.FormatInt(p.ID, 10) {
+			if h := m.Header("admhnd-id"); h != strconv.FormatInt(p.ID, 10) {
 				return fmt.Errorf("raw: admhnd-id %q differs from body id %d", h, p.ID)
 			}
 			ids = append(ids, p.ID)

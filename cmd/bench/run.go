@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -473,13 +472,9 @@ func (b *bench) drain(ctx context.Context, queue string, want int) ([]int64, err
 			return ids, nil
 		case m, ok := <-msgs:
 			if !ok {
-				return ids, errors.New("subscription closed")
+				return ids, sub.Err()
 			}
-			if m.Err != nil {
-				return ids, m.Err
-			}
-			id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
-			ids = append(ids, id)
+			ids = append(ids, m.AdmhndID)
 			if err := sub.Ack(ctx, m); err != nil {
 				return ids, err
 			}

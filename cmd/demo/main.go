@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-stomp/stomp/v3"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver
 
@@ -292,9 +291,6 @@ func readQueue(ctx context.Context, cfg broker.Config, queue string) (*queueRead
 	r := &queueReader{conn: conn}
 	go func() {
 		for m := range sub.C() {
-			if m.Err != nil {
-				return
-			}
 			r.add(m)
 			if sub.Ack(context.Background(), m) != nil {
 				return
@@ -304,10 +300,9 @@ func readQueue(ctx context.Context, cfg broker.Config, queue string) (*queueRead
 	return r, nil
 }
 
-func (r *queueReader) add(m *stomp.Message) {
-	id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
+func (r *queueReader) add(m *broker.Delivery) {
 	r.mu.Lock()
-	r.got = append(r.got, id)
+	r.got = append(r.got, m.AdmhndID)
 	r.mu.Unlock()
 }
 

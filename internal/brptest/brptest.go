@@ -15,13 +15,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-stomp/stomp/v3"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver
 
@@ -214,7 +212,7 @@ func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
 		case <-ctx.Done():
 			return
 		case m, ok := <-sub.C():
-			if !ok || m.Err != nil {
+			if !ok {
 				return
 			}
 			r.add(m)
@@ -225,13 +223,8 @@ func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
 	}
 }
 
-func (r *Reader) add(m *stomp.Message) {
-	rec := Received{MessageID: m.Header.Get("message-id"), Body: m.Body, Header: map[string]string{}}
-	rec.AdmhndID, _ = strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
-	for i := range m.Header.Len() {
-		k, v := m.Header.GetAt(i)
-		rec.Header[k] = v
-	}
+func (r *Reader) add(m *broker.Delivery) {
+	rec := Received{AdmhndID: m.AdmhndID, MessageID: m.MessageID, Header: m.Headers(), Body: m.Body}
 	r.mu.Lock()
 	r.got = append(r.got, rec)
 	r.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
 )
 
@@ -129,7 +130,7 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 	db.SetMaxOpenConns(20)
 	db.SetMaxIdleConns(20)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	backoff := 200 * time.Millisecond
+	retry := backoff.New(200*time.Millisecond, 5*time.Second)
 	for logged := false; ; {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := db.PingContext(pctx)
@@ -148,11 +149,7 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 			log.Warn("database unavailable, waiting", slog.Any("error", err))
 			logged = true
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
+		_ = retry.Wait(ctx) // an ended ctx is seen after the next ping
 	}
 }
 
