@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -50,10 +51,7 @@ func (n *BrokerNodes) Broker(nodes ...string) broker.Config {
 		nodes = []string{n.A, n.B}
 	}
 	b := Broker()
-	b.Addr = nodes[0]
-	for _, node := range nodes[1:] {
-		b.Addr += "," + node
-	}
+	b.Addr = strings.Join(nodes, ",")
 	return b
 }
 
