@@ -370,17 +370,143 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	}
 	defer conn.Close()
 	var plan []string
-	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+selectionDefaultSQL); err != nil {
+	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+intakeDefaultSQL); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SelectContext(ctx, &plan, `explain execute sel(5000, now(), true)`); err != nil {
+	if err := conn.SelectContext(ctx, &plan, `explain execute sel(now(), '-infinity', 0, 5000)`); err != nil {
 		t.Fatal(err)
 	}
-	usesIndex("the default selection's generic plan", plan)
+	usesIndex("the default intake's generic plan", plan)
 	// Another list that excludes the initial load: planned with its values on every call.
 	plan = nil
-	if err := e.db.Select(&plan, `explain `+selectionSQL, 5000, time.Now(), true, pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})); err != nil {
+	other := pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})
+	if err := e.db.Select(&plan, `explain `+intakeSQL, time.Now(), "-infinity", 0, 5000, other); err != nil {
 		t.Fatal(err)
 	}
-	usesIndex("the selection for another list", plan)
+	usesIndex("the intake for another list", plan)
+	// And the sweep's checksum, which reads everything up to the stand.
+	for name, q := range map[string]string{"default": checksumDefaultSQL, "other": checksumSQL} {
+		args := []any{time.Now(), 1 << 62}
+		if name == "other" {
+			args = append(args, other)
+		}
+		plan = nil
+		if err := e.db.Select(&plan, `explain `+q, args...); err != nil {
+			t.Fatal(err)
+		}
+		usesIndex("the checksum for the "+name+" list", plan)
+	}
+}
+
+// Runs of handelingen per person (a bulk correction done person by person): one round
+// publishes the head of every person with work, however the runs interleave in tsreg. The
+// earlier selection read a window of the oldest candidates and published one per round here.
+func TestRoundPublishesEveryPersonsHeadWhateverTheInterleaving(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{MaxInLevering: 100})
+	var hs []load.Handeling
+	for p := range int64(3) {
+		for i := range int64(1000) {
+			hs = append(hs, h(p*1000+i+1, int(p*1000+i), 10+p))
+		}
+	}
+	e.insert(hs...)
+	wantIDs(t, "first round", e.round(), 1, 1001, 2001)
+	e.setStatus("geleverd", 1001)
+	wantIDs(t, "after one delivery", e.round(), 1002)
+}
+
+// The view holds at most ViewSize handelingen: a person whose oldest handeling lies beyond it
+// waits until the view has room.
+func TestRoundViewHoldsAtMostViewSize(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{ViewSize: 2})
+	e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 10), h(4, 4, 20))
+	wantIDs(t, "first round: two taken in", e.round(), 1)
+	wantIDs(t, "second round: the view holds 2 and 3, not 4", e.round())
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "person 10's next", e.round(), 2)
+	wantIDs(t, "room for the one beyond", e.round(), 4)
+}
+
+// Handelingen in levering and in fout when a leader starts hold their persons back as before.
+func TestRoundTakesOverWorkPublishedBefore(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 10), h(4, 4, 20), h(5, 5, 30))
+	e.setStatus("in_levering", 1)
+	e.setStatus("fout", 2)
+	if _, err := e.db.Exec(`update admhnd set tspub = now() where id = 1`); err != nil { // published just now
+		t.Fatal(err)
+	}
+	wantIDs(t, "first round", e.round(), 5)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "after the one in levering was delivered", e.round(), 3)
+}
+
+// A handeling registered below what the intake has passed (a writer that stamped tsreg before
+// its transaction's start, a clock behind) is recorded by the trigger on admhnd and taken in
+// by the next round before anything newer: here before a later handeling of its person that
+// is registered after it but above the stand.
+func TestRoundTakesInLateHandelingenFirst(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{Limit: 2})
+	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	e.setStatus("geleverd", 1, 2)
+	wantIDs(t, "second round", e.round(), 3)
+	e.insert(h(4, 1, 20), h(5, 2, 30), h(6, 3, 40), h(7, 40, 20), h(8, 50, 30))
+	wantIDs(t, "the late ones first, nothing newer of their persons meanwhile", e.round(), 4, 5, 6)
+	e.setStatus("geleverd", 4, 5)
+	wantIDs(t, "then the newer ones of the same persons", e.round(), 7, 8)
+}
+
+// A handeling set back to be delivered (an operator's retry, or by hand) is recorded by the
+// trigger and taken in again by the next round, before anything newer of its persons.
+func TestRoundTakesBackHandelingenSetBack(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10), h(4, 40, 20))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	e.setStatus("fout", 2)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "second round: 4 waits behind the fout 2", e.round(), 3)
+	e.db.MustExec(`update admhnd set statuslev = null, tslev = null where id in (1, 2)`)
+	wantIDs(t, "the set-back ones: person 10's waits for 3 in flight", e.round(), 2)
+	e.setStatus("geleverd", 2, 3)
+	wantIDs(t, "then person 10's, and 20's next one", e.round(), 1, 4)
+}
+
+// A handeling deleted from admhnd while the view holds it holds nobody back once the round
+// finds it cannot mark it.
+func TestRoundForgetsHandelingenDeletedFromAdmhnd(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 20, 30), h(3, 30, 10), h(4, 40, 20), h(5, 50, 30))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	for _, id := range []int64{3, 4} { // 3 waiting behind 1, 4 behind 2
+		e.db.MustExec(`delete from admhnd_persoon where admhnd_id = $1`, id)
+		e.db.MustExec(`delete from admhnd where id = $1`, id)
+	}
+	e.setStatus("geleverd", 1, 2)
+	wantIDs(t, "after the deletes", e.round(), 5)
+	e.insert(h(6, 60, 10))
+	wantIDs(t, "nothing left of 3 in front of person 10's next", e.round(), 6)
+}
+
+// What the trigger does not record (here: it is disabled) the sweep finds: it compares the
+// view with the database and rebuilds the view when they disagree.
+func TestRoundSweepRebuildsAViewThatDisagrees(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	e.db.MustExec(`alter table admhnd disable trigger admhnd_nakomer`)
+	e.insert(h(4, 5, 10), h(5, 6, 30))
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "before the sweep, 4 is not seen", e.round(), 3)
+	e.setStatus("geleverd", 3)
+	e.pub.lastSweep = time.Time{} // sweep now
+	wantIDs(t, "the sweep's round: the view is rebuilt", e.round())
+	wantIDs(t, "then the late ones", e.round(), 4, 5)
 }

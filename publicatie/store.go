@@ -46,8 +46,9 @@ type querier interface {
 }
 
 // roundSQL are the statements of a round that run prepared (see package prepared); not
-// selectionSQL, whose plan depends on its exclusion list.
-var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, selectionDefaultSQL, touchStaleSQL, markSQL}
+// intakeSQL, whose plan depends on its exclusion list.
+var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, intakeDefaultSQL, blockedSQL,
+	standSQL, touchStaleSQL, markSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off.
@@ -56,86 +57,161 @@ const roundTimeoutSQL = `
 			(select case when setting::bigint = 0 then $1 else least(setting::bigint, $1) end
 			 from pg_settings where name = 'idle_in_transaction_session_timeout')::text, true)`
 
-// readSelection returns, from one snapshot, up to limit handelingen still to be delivered
-// (statuslev NULL, soort not excluded, registered before horizon), oldest tsreg first, ties by
-// id, each with all of its persons, and the persons blocked before the walk: those with a
-// handeling in levering and, under the strict policy, with a fout handeling no operator
-// released (only those among the candidates' persons). The limit counts handelingen, so a
-// multi-person handeling is never cut in half.
-//
-// One statement, because two would see two snapshots: an operator's retry (fout back to NULL)
-// committing between them would hide the retried handeling both as a candidate and as a
-// blocker, and its person's next handeling would overtake it.
-func readSelection(ctx context.Context, q querier, excluded []string, limit int, horizon time.Time, policy FoutPolicy) ([]Candidate, map[int64]struct{}, error) {
-	query, args := selectionSQL, []any{limit, horizon, policy == Strict, pq.Array(excluded)}
+// intakeRow is a (handeling, person) row of the intake, ordered by handeling.
+type intakeRow struct {
+	id      int64
+	tsreg   time.Time
+	persoon sql.NullInt64
+	nakomer bool
+}
+
+// readIntake takes in, from one snapshot, the handelingen recorded in publicatie_nakomer (and
+// empties it) and up to limit handelingen after the stand (standTsreg, standID) and before
+// horizon, oldest first: all to be delivered (statuslev NULL, soort not excluded), each with
+// all of its persons. The limit counts handelingen, so a multi-person handeling is never cut
+// in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
+func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, standTsreg time.Time, standID int64, limit int) ([]intakeRow, error) {
+	stand := any(standTsreg)
+	if standTsreg.Equal(minTsreg) {
+		stand = "-infinity"
+	}
+	query, args := intakeSQL, []any{horizon, stand, standID, limit, pq.Array(excluded)}
 	if len(excluded) == 1 && excluded[0] == InitieleVulling {
-		query, args = selectionDefaultSQL, args[:3]
+		query, args = intakeDefaultSQL, args[:4]
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read selection: %w", err)
+		return nil, fmt.Errorf("read intake: %w", err)
 	}
 	defer rows.Close()
-	var cands []Candidate
-	blocked := map[int64]struct{}{}
+	var out []intakeRow
 	for rows.Next() {
-		var blocker bool
-		var id sql.NullInt64
-		var tsreg sql.NullTime
-		var persoon sql.NullInt64
-		if err := rows.Scan(&blocker, &id, &tsreg, &persoon); err != nil {
-			return nil, nil, fmt.Errorf("read selection: %w", err)
+		var r intakeRow
+		if err := rows.Scan(&r.id, &r.tsreg, &r.persoon, &r.nakomer); err != nil {
+			return nil, fmt.Errorf("read intake: %w", err)
 		}
-		if blocker {
-			blocked[persoon.Int64] = struct{}{}
-			continue
-		}
-		cands = addRow(cands, id.Int64, persoon)
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read selection: %w", err)
+		return nil, fmt.Errorf("read intake: %w", err)
 	}
-	return cands, blocked, nil
+	return out, nil
 }
 
-// selectionSQL is readSelection's query for any exclusion list ($4). It is not prepared
-// (roundSQL): lib/pq has it planned with its parameters on every call, so the planner can
-// prove from the list whether admhnd_te_leveren_zonder_iv_idx applies.
+// intakeSQL is readIntake's query for any exclusion list ($5). It is not prepared (roundSQL):
+// lib/pq has it planned with its parameters on every call, so the planner can prove from the
+// list whether admhnd_te_leveren_zonder_iv_idx applies.
 //
-// The persons are read per handeling through lateral subqueries that the planner cannot flatten
-// (offset 0): one index probe per candidate and per handeling in levering, whatever the
-// statistics say. Left to itself, the planner hashes all of admhnd_persoon while the table is
-// small (measured: twice the time of the probes at 30,000 rows). Only blocked persons that
-// are also candidates' persons are returned; the walk looks at no others.
-var selectionSQL = fmt.Sprintf(selectionTemplate, "soort <> all($4::text[])")
+// The persons are read per handeling through a lateral subquery that the planner cannot
+// flatten (offset 0): one index probe per handeling, whatever the statistics say. Left to
+// itself, the planner hashes all of admhnd_persoon while the table is small.
+var intakeSQL = fmt.Sprintf(intakeTemplate, "soort <> all($5::text[])")
 
-// selectionDefaultSQL is selectionSQL for the default exclusion, with that soort written in:
-// the index's own predicate, so that also the generic plan of the prepared statement uses
-// the index (with soort <> all($4) it sorted every candidate instead: measured). It is a
-// constant of this package, never input.
-var selectionDefaultSQL = fmt.Sprintf(selectionTemplate, "soort <> '"+InitieleVulling+"'")
+// intakeDefaultSQL is intakeSQL for the default exclusion, with that soort written in: the
+// index's own predicate, so that also the generic plan of the prepared statement uses the
+// index (with soort <> all($5) it sorted every candidate instead: measured). It is a constant
+// of this package, never input.
+var intakeDefaultSQL = fmt.Sprintf(intakeTemplate, "soort <> '"+InitieleVulling+"'")
 
-const selectionTemplate = `
-		with c as (
-			select id, tsreg from admhnd
-			where statuslev is null and %s and tsreg < $2
-			order by tsreg, id
-			limit $1
-		), cp as materialized (
-			select c.id, c.tsreg, p.persoon_id
-			from c left join lateral (
-				select persoon_id from admhnd_persoon where admhnd_id = c.id offset 0) p on true
-		), b as materialized (
-			select p.persoon_id
-			from admhnd a cross join lateral (
-				select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p
-			where a.statuslev = 'in_levering' or ($3 and a.statuslev = 'fout' and a.vrijgegeven is null)
+const intakeTemplate = `
+		with n as (
+			delete from publicatie_nakomer returning admhnd_id
+		), c as (
+			(select id, tsreg, false as nakomer from admhnd
+			 where statuslev is null and %[1]s and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)
+			 order by tsreg, id
+			 limit $4)
+			union all
+			select a.id, a.tsreg, true from n join admhnd a on a.id = n.admhnd_id
+			where a.statuslev is null and %[1]s
 		)
-		select false as blocker, id, tsreg, persoon_id from cp
-		union all
-		select distinct true, null::bigint, null::timestamptz, persoon_id
-		from b where persoon_id in (select persoon_id from cp)
-		order by 1, 3, 2, 4`
+		select c.id, c.tsreg, p.persoon_id, c.nakomer
+		from c left join lateral (
+			select persoon_id from admhnd_persoon where admhnd_id = c.id offset 0) p on true
+		order by c.tsreg, c.id, c.nakomer, p.persoon_id`
+
+// readBlocked returns which of the given persons are blocked: they have a handeling in
+// levering or, under the strict policy, a fout handeling no operator released.
+func readBlocked(ctx context.Context, q querier, strict bool, personen []int64) (map[int64]struct{}, error) {
+	blocked := map[int64]struct{}{}
+	if len(personen) == 0 {
+		return blocked, nil
+	}
+	rows, err := q.QueryContext(ctx, blockedSQL, strict, pq.Array(personen))
+	if err != nil {
+		return nil, fmt.Errorf("read blocked persons: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("read blocked persons: %w", err)
+		}
+		blocked[p] = struct{}{}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read blocked persons: %w", err)
+	}
+	return blocked, nil
+}
+
+// blockedSQL reads the persons of the handelingen in levering (at most MAXINLEVERING) and of
+// the fout ones that hold their persons back, one index probe per handeling, and keeps those
+// asked about.
+const blockedSQL = `
+		select distinct p.persoon_id
+		from admhnd a cross join lateral (
+			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p
+		where (a.statuslev = 'in_levering' or ($1 and a.statuslev = 'fout' and a.vrijgegeven is null))
+		  and p.persoon_id = any($2::bigint[])`
+
+// writeStand records how far the intake has read, for the trigger that records handelingen
+// that appear below it (schema migration 0007). A zero tsreg is '-infinity': the view is
+// empty, and the recorded ones of an earlier view are forgotten with it.
+func writeStand(ctx context.Context, q querier, tsreg time.Time, id int64) error {
+	if tsreg.Equal(minTsreg) {
+		if _, err := q.ExecContext(ctx, resetStandSQL); err != nil {
+			return fmt.Errorf("reset stand: %w", err)
+		}
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, standSQL, tsreg, id); err != nil {
+		return fmt.Errorf("write stand: %w", err)
+	}
+	return nil
+}
+
+const standSQL = `update publicatie_stand set tsreg = $1, admhnd_id = $2 where id = 1`
+
+const resetStandSQL = `
+		with n as (delete from publicatie_nakomer)
+		update publicatie_stand set tsreg = '-infinity', admhnd_id = 0 where id = 1`
+
+// readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
+// the view holds when it and the database agree.
+func readChecksum(ctx context.Context, q querier, excluded []string, tsreg time.Time, id int64) (n int, xor int64, err error) {
+	stand := any(tsreg)
+	if tsreg.Equal(minTsreg) {
+		stand = "-infinity"
+	}
+	query, args := checksumSQL, []any{stand, id, pq.Array(excluded)}
+	if len(excluded) == 1 && excluded[0] == InitieleVulling {
+		query, args = checksumDefaultSQL, args[:2]
+	}
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&n, &xor); err != nil {
+		return 0, 0, fmt.Errorf("read view checksum: %w", err)
+	}
+	return n, xor, nil
+}
+
+var (
+	checksumSQL        = fmt.Sprintf(checksumTemplate, "soort <> all($3::text[])")
+	checksumDefaultSQL = fmt.Sprintf(checksumTemplate, "soort <> '"+InitieleVulling+"'")
+)
+
+const checksumTemplate = `
+		select count(*), coalesce(bit_xor(id), 0) from admhnd
+		where statuslev is null and %s and (tsreg, id) <= ($1::timestamptz, $2::bigint)`
 
 // readStale returns up to limit handelingen that have been in levering for longer than
 // timeout: their message was lost or dead-lettered, so they are published again.
