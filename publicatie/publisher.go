@@ -256,6 +256,8 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 		if time.Now().UnixNano() < p.cooldownUntil.Load() {
 			return false, nil
 		}
+		p.view = nil // a follower holds no view: a new leader builds its own
+		p.m.viewSize.Set(0)
 		epoch, err = p.lease.acquire(ctx)
 		if err != nil || epoch == 0 {
 			return false, err
@@ -450,18 +452,23 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	}
 	budget := p.cfg.MaxInLevering - inLevering
 	var candidates, keep []Candidate
-	intakeFull := false
+	intakeFull, taken := false, 0
 	if budget > 0 {
 		v, err := p.viewFor(ctx, q, epoch)
 		if err != nil {
 			return 0, false, dbErr(err)
 		}
-		if intakeFull, err = p.takeIn(ctx, q, v, horizon); err != nil {
+		if taken, intakeFull, err = p.takeIn(ctx, q, v, horizon); err != nil {
 			return 0, false, dbErr(err)
 		}
 		v = p.view // a new one if the sweep found the old one wrong
+		if h := p.cfg.Hooks.AfterIntake; h != nil {
+			if err := h(ctx); err != nil {
+				return 0, false, err
+			}
+		}
 		candidates = v.readyCandidates(window(budget))
-		blocked, err := readBlocked(ctx, q, p.cfg.FoutPolicy == Strict, persons(candidates))
+		blocked, err := readBlocked(ctx, q, p.cfg.FoutPolicy == Strict)
 		if err != nil {
 			return 0, false, dbErr(err)
 		}
@@ -542,7 +549,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		h(sent)
 	}
 	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
-		slog.Int("republished", len(republished)), slog.Int("candidates", len(candidates)),
+		slog.Int("republished", len(republished)), slog.Int("taken_in", taken), slog.Int("candidates", len(candidates)),
 		slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
 	return len(sent), intakeFull && len(keep) < budget, nil
 }

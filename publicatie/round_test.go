@@ -510,3 +510,26 @@ func TestRoundSweepRebuildsAViewThatDisagrees(t *testing.T) {
 	wantIDs(t, "the sweep's round: the view is rebuilt", e.round())
 	wantIDs(t, "then the late ones", e.round(), 4, 5)
 }
+
+// An operator's retry that commits between the round's intake and its read of the blocked
+// persons (two statements, two snapshots) holds its persons back all the same: the retried
+// handeling was fout for the intake and is NULL for the second read, but its record in
+// publicatie_nakomer blocks them until the next round takes it in.
+func TestRoundRetryBetweenIntakeAndBlockedRead(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 10), h(3, 30, 30))
+	wantIDs(t, "first round", e.round(), 1, 3)
+	e.setStatus("fout", 1)
+	e.setStatus("geleverd", 3)
+	wantIDs(t, "strict: 2 waits behind the fout 1", e.round())
+	e.pub.cfg.Hooks.AfterIntake = func(ctx context.Context) error {
+		e.pub.cfg.Hooks.AfterIntake = nil
+		_, err := e.db.ExecContext(ctx, `update admhnd set statuslev = null, foutreden = null, tspub = null where id = 1`)
+		return err
+	}
+	wantIDs(t, "the retry committed between the two reads: 2 still waits", e.round())
+	wantIDs(t, "the retried one first", e.round(), 1)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "then 2", e.round(), 2)
+}

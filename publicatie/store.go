@@ -131,13 +131,16 @@ const intakeTemplate = `
 		order by c.tsreg, c.id, c.nakomer, p.persoon_id`
 
 // readBlocked returns which of the given persons are blocked: they have a handeling in
-// levering or, under the strict policy, a fout handeling no operator released.
-func readBlocked(ctx context.Context, q querier, strict bool, personen []int64) (map[int64]struct{}, error) {
+// levering or, under the strict policy, a fout handeling no operator released; or a
+// handeling recorded in publicatie_nakomer since the round's intake read it.
+//
+// The last is what makes two statements (intake, then this) as safe as one snapshot: an
+// operator's retry (fout back to NULL) that commits between them is no longer fout here and
+// was not yet taken in there, but its trigger's record is visible here, and holds its persons
+// back until the next round takes it in.
+func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{}, error) {
 	blocked := map[int64]struct{}{}
-	if len(personen) == 0 {
-		return blocked, nil
-	}
-	rows, err := q.QueryContext(ctx, blockedSQL, strict, pq.Array(personen))
+	rows, err := q.QueryContext(ctx, blockedSQL, strict)
 	if err != nil {
 		return nil, fmt.Errorf("read blocked persons: %w", err)
 	}
@@ -155,15 +158,20 @@ func readBlocked(ctx context.Context, q querier, strict bool, personen []int64) 
 	return blocked, nil
 }
 
-// blockedSQL reads the persons of the handelingen in levering (at most MAXINLEVERING) and of
-// the fout ones that hold their persons back, one index probe per handeling, and keeps those
-// asked about.
+// blockedSQL reads the persons of the handelingen in levering (at most MAXINLEVERING), of the
+// fout ones that hold their persons back and of those recorded in publicatie_nakomer, one
+// index probe per handeling. All of them, not only the candidates' persons: in a prepared plan a
+// filter "= any($array)" is a linear search per row, which a handeling of 100,000 persons in
+// flight would turn into 10^8 comparisons per round.
 const blockedSQL = `
 		select distinct p.persoon_id
-		from admhnd a cross join lateral (
-			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p
-		where (a.statuslev = 'in_levering' or ($1 and a.statuslev = 'fout' and a.vrijgegeven is null))
-		  and p.persoon_id = any($2::bigint[])`
+		from (
+			select id from admhnd
+			where statuslev = 'in_levering' or ($1 and statuslev = 'fout' and vrijgegeven is null)
+			union all
+			select admhnd_id from publicatie_nakomer
+		) a cross join lateral (
+			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p`
 
 // writeStand records how far the intake has read, for the trigger that records handelingen
 // that appear below it (schema migration 0007). A zero tsreg is '-infinity': the view is

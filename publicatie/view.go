@@ -149,21 +149,6 @@ func (v *view) readyCandidates(n int) []Candidate {
 	return out
 }
 
-// persons returns the distinct persons of cs.
-func persons(cs []Candidate) []int64 {
-	seen := map[int64]struct{}{}
-	var out []int64
-	for _, c := range cs {
-		for _, p := range c.Personen {
-			if _, ok := seen[p]; !ok {
-				seen[p] = struct{}{}
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
 // SweepInterval is how often the leader compares its view with the database (readChecksum)
 // and rebuilds it when they disagree: handelingen deleted from admhnd, set to another status
 // by hand, or registered below the stand while a round moved it (the trigger then saw the
@@ -186,14 +171,14 @@ func (p *Publisher) viewFor(ctx context.Context, q querier, epoch int64) (*view,
 }
 
 // takeIn reads the handelingen recorded in publicatie_nakomer and up to Limit new ones after
-// the stand into v, and writes the new stand. full says the intake read as many as it could:
+// the stand into v, writes the new stand and returns how many it took in. full says the intake read as many as it could:
 // more are waiting. Every SweepInterval it compares v with the database afterwards, and
 // starts v again if they disagree.
-func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time.Time) (full bool, err error) {
+func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
 	limit := max(0, min(p.cfg.Limit, p.cfg.ViewSize-v.size()))
 	rows, err := readIntake(ctx, q, p.cfg.Excluded, horizon, v.standTsreg, v.standID, limit)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	read, late := 0, 0
 	for i := 0; i < len(rows); {
@@ -220,16 +205,16 @@ func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time
 		p.viewDirty = true
 		p.m.taken.WithLabelValues("intake").Add(float64(read))
 		if err := writeStand(ctx, q, v.standTsreg, v.standID); err != nil {
-			return false, err
+			return 0, false, err
 		}
 	}
 	if time.Since(p.lastSweep) >= SweepInterval {
 		p.lastSweep = time.Now()
 		if ok, err := p.sweep(ctx, q, v); err != nil || !ok {
-			return !ok, err
+			return read + late, !ok, err
 		}
 	}
-	return limit > 0 && read == limit, nil
+	return read + late, limit > 0 && read == limit, nil
 }
 
 // sweep compares v with the database. When they disagree it starts the view again (the
