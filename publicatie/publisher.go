@@ -535,10 +535,14 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	if err := p.commit(ctx, tx, q, epoch); err != nil {
 		return 0, false, err
 	}
-	for _, c := range keep {
-		p.view.remove(c.ID)
+	waiting := 0
+	if v := p.view; v != nil { // nil when the round had no budget and only republished
+		for _, c := range keep {
+			v.remove(c.ID)
+		}
+		waiting = v.size()
+		p.m.viewSize.Set(float64(waiting))
 	}
-	p.m.viewSize.Set(float64(p.view.size()))
 	if len(sent) > 0 {
 		p.rounds.Add(1)
 		p.m.published.Add(float64(len(marked)))
@@ -551,7 +555,12 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
 		slog.Int("republished", len(republished)), slog.Int("taken_in", taken), slog.Int("candidates", len(candidates)),
 		slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
-	return len(sent), intakeFull && len(keep) < budget, nil
+	// Another round at once when work is waiting that this one could not publish although it
+	// had room: more to take in, or at least a window's worth in the view, whose persons'
+	// handelingen in flight may be delivered by now (what the first version did when its
+	// window was full; waiting for the consumers' notifications instead made rounds fewer and
+	// larger, and the pipeline 10 % slower in A/B runs).
+	return len(sent), len(keep) < budget && (intakeFull || waiting >= window(budget)), nil
 }
 
 // commit commits the round's transaction if the lease is still ours. This is the fence: the
@@ -571,9 +580,9 @@ func (p *Publisher) commit(ctx context.Context, tx *sqlx.Tx, q querier, epoch in
 	return nil
 }
 
-// window is how many ready handelingen a round considers: not many more than it can publish,
-// so that the query for their blocked persons stays small. Those it does not consider are
-// newer than those it does; they wait for a later round.
+// window is how many ready handelingen a round takes from the view to check against the
+// blocked persons: not many more than it can publish. Those it does not consider are newer
+// than those it does; they wait for a later round.
 func window(budget int) int {
 	return max(4*budget, 500)
 }
