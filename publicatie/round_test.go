@@ -533,3 +533,25 @@ func TestRoundRetryBetweenIntakeAndBlockedRead(t *testing.T) {
 	e.setStatus("geleverd", 1)
 	wantIDs(t, "then 2", e.round(), 2)
 }
+
+// A handeling set back beyond the intake's stand (here: the view is full) is taken in by the
+// intake in its turn, not ahead of it: taken in at once, it would head its person's queue in
+// front of an older handeling of that person that the view does not hold yet.
+func TestRoundSetBackBeyondTheStandWaitsForTheIntake(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{ViewSize: 1})
+	e.insert(h(1, 1, 30), h(2, 5, 30), h(3, 20, 20), h(4, 30, 20))
+	e.setStatus("in_levering", 1)
+	e.setStatus("fout", 4)
+	if _, err := e.db.Exec(`update admhnd set tspub = now() where id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "the view holds 2, held back by 1 in levering", e.round())
+	e.db.MustExec(`update admhnd set statuslev = null where id = 4`) // retried
+	wantIDs(t, "4 is beyond the stand: not in front of 3", e.round())
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "2, then the view has room", e.round(), 2)
+	wantIDs(t, "3 before 4", e.round(), 3)
+	e.setStatus("geleverd", 3)
+	wantIDs(t, "then 4", e.round(), 4)
+}

@@ -65,6 +65,11 @@ type intakeRow struct {
 	nakomer bool
 }
 
+// before says whether r comes before the stand (tsreg, id).
+func (r intakeRow) before(tsreg time.Time, id int64) bool {
+	return r.tsreg.Before(tsreg) || r.tsreg.Equal(tsreg) && r.id < id
+}
+
 // readIntake takes in, from one snapshot, the handelingen recorded in publicatie_nakomer (and
 // empties it) and up to limit handelingen after the stand (standTsreg, standID) and before
 // horizon, oldest first: all to be delivered (statuslev NULL, soort not excluded), each with

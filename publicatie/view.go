@@ -181,6 +181,11 @@ func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time
 		return 0, false, err
 	}
 	read, late := 0, 0
+	for _, r := range rows {
+		if !r.nakomer && !r.before(v.standTsreg, v.standID) {
+			v.standTsreg, v.standID = r.tsreg, r.id
+		}
+	}
 	for i := 0; i < len(rows); {
 		r := rows[i]
 		c := Candidate{ID: r.id}
@@ -189,13 +194,17 @@ func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time
 				c.Personen = append(c.Personen, rows[i].persoon.Int64)
 			}
 		}
-		v.add(c, r.tsreg)
-		if r.nakomer {
+		switch {
+		case !r.nakomer:
+			read++
+		case r.before(v.standTsreg, v.standID) || r.tsreg.Equal(v.standTsreg) && r.id == v.standID:
 			late++
+		default:
+			// Beyond the stand: the intake reads it in its turn. Taken in now, it would head
+			// its persons' queues in front of their older handelingen not yet taken in.
 			continue
 		}
-		read++
-		v.standTsreg, v.standID = r.tsreg, r.id
+		v.add(c, r.tsreg)
 	}
 	if late > 0 {
 		p.viewDirty = true
