@@ -83,6 +83,12 @@ func (e *roundEnv) setStatus(status string, ids ...int64) {
 	}
 }
 
+// publishedNow sets handelingen in_levering as a round would have just now.
+func (e *roundEnv) publishedNow(ids ...int64) {
+	e.t.Helper()
+	e.db.MustExec(`update admhnd set statuslev = 'in_levering', tspub = now() where id = any($1)`, pq.Array(ids))
+}
+
 func h(id int64, ms int, personen ...int64) load.Handeling {
 	return load.Handeling{ID: id, Tsreg: t0.Add(time.Duration(ms) * time.Millisecond), Personen: personen}
 }
@@ -434,11 +440,8 @@ func TestRoundTakesOverWorkPublishedBefore(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 10), h(4, 4, 20), h(5, 5, 30))
-	e.setStatus("in_levering", 1)
+	e.publishedNow(1)
 	e.setStatus("fout", 2)
-	if _, err := e.db.Exec(`update admhnd set tspub = now() where id = 1`); err != nil { // published just now
-		t.Fatal(err)
-	}
 	wantIDs(t, "first round", e.round(), 5)
 	e.setStatus("geleverd", 1)
 	wantIDs(t, "after the one in levering was delivered", e.round(), 3)
@@ -541,11 +544,8 @@ func TestRoundSetBackBeyondTheStandWaitsForTheIntake(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{ViewSize: 1})
 	e.insert(h(1, 1, 30), h(2, 5, 30), h(3, 20, 20), h(4, 30, 20))
-	e.setStatus("in_levering", 1)
+	e.publishedNow(1)
 	e.setStatus("fout", 4)
-	if _, err := e.db.Exec(`update admhnd set tspub = now() where id = 1`); err != nil {
-		t.Fatal(err)
-	}
 	wantIDs(t, "the view holds 2, held back by 1 in levering", e.round())
 	e.db.MustExec(`update admhnd set statuslev = null where id = 4`) // retried
 	wantIDs(t, "4 is beyond the stand: not in front of 3", e.round())
