@@ -57,7 +57,7 @@ type Publisher struct {
 	// The leader's view of the open work (view.go), kept across its rounds under one epoch.
 	view      *view
 	viewEpoch int64
-	viewDirty bool      // this round changed the stand or publicatie_nakomer
+	viewDirty bool      // this round emptied publicatie_nakomer
 	lastSweep time.Time // of the view against the database
 
 	// stalledSince is when this process's rounds stopped succeeding (unix ns): the start of
@@ -454,10 +454,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	var candidates, keep []Candidate
 	intakeFull, taken := false, 0
 	if budget > 0 {
-		v, err := p.viewFor(ctx, q, epoch)
-		if err != nil {
-			return 0, false, dbErr(err)
-		}
+		v := p.viewFor(epoch)
 		if taken, intakeFull, err = p.takeIn(ctx, q, v, horizon); err != nil {
 			return 0, false, dbErr(err)
 		}
@@ -478,8 +475,8 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		if !p.viewDirty {
 			return 0, intakeFull, nil
 		}
-		// The intake wrote its stand or emptied publicatie_nakomer: committed behind the
-		// fence like any round, so that a deposed leader cannot undo the new one's.
+		// The intake emptied publicatie_nakomer: committed behind the fence like any round,
+		// so that a deposed leader cannot take the new one's records.
 		if err := p.commit(ctx, tx, q, epoch); err != nil {
 			return 0, false, err
 		}

@@ -555,3 +555,25 @@ func TestRoundSetBackBeyondTheStandWaitsForTheIntake(t *testing.T) {
 	e.setStatus("geleverd", 3)
 	wantIDs(t, "then 4", e.round(), 4)
 }
+
+// A handeling registered with a tsreg in the past while a round moves the stand past it
+// (committed after the round's intake read, before its commit) is taken in by the next round
+// all the same: the trigger records every handeling registered with a tsreg before its
+// transaction's start, whatever the stand. (Compared with the stand, it was lost until the
+// sweep.)
+func TestRoundLateHandelingRegisteredDuringTheRound(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(3, 30, 20))
+	e.pub.cfg.Hooks.AfterIntake = func(ctx context.Context) error {
+		e.pub.cfg.Hooks.AfterIntake = nil
+		return load.Insert(ctx, e.db, []load.Handeling{{ID: 2, Soort: "VERHUIZING", Tsreg: t0.Add(20 * time.Millisecond), Personen: []int64{20}}})
+	}
+	wantIDs(t, "the round during which 2 is registered: its record holds 3 back", e.round(), 1)
+	e.insert(h(4, 40, 20))
+	wantIDs(t, "2 first", e.round(), 2)
+	e.setStatus("geleverd", 1, 2)
+	wantIDs(t, "then 3", e.round(), 3)
+	e.setStatus("geleverd", 3)
+	wantIDs(t, "then 4", e.round(), 4)
+}

@@ -48,7 +48,7 @@ type querier interface {
 // roundSQL are the statements of a round that run prepared (see package prepared); not
 // intakeSQL, whose plan depends on its exclusion list.
 var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, intakeDefaultSQL, blockedSQL,
-	standSQL, touchStaleSQL, markSQL}
+	touchStaleSQL, markSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off.
@@ -70,11 +70,14 @@ func (r intakeRow) before(tsreg time.Time, id int64) bool {
 	return r.tsreg.Before(tsreg) || r.tsreg.Equal(tsreg) && r.id < id
 }
 
-// readIntake takes in, from one snapshot, the handelingen recorded in publicatie_nakomer (and
-// empties it) and up to limit handelingen after the stand (standTsreg, standID) and before
-// horizon, oldest first: all to be delivered (statuslev NULL, soort not excluded), each with
-// all of its persons. The limit counts handelingen, so a multi-person handeling is never cut
-// in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
+// readIntake takes in, from one snapshot, up to limit handelingen after the stand (standTsreg,
+// standID) and before horizon, oldest first, and the handelingen recorded in
+// publicatie_nakomer up to the new stand (the last of those): all to be delivered (statuslev
+// NULL, soort not excluded), each with all of its persons. It empties publicatie_nakomer; the
+// recorded ones beyond the new stand come with a later intake in their turn (a load of a
+// million handelingen with tsreg in the past is recorded whole, and must not come back to
+// the publisher at once). The limit counts handelingen, so a multi-person handeling is never
+// cut in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
 func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, standTsreg time.Time, standID int64, limit int) ([]intakeRow, error) {
 	stand := any(standTsreg)
 	if standTsreg.Equal(minTsreg) {
@@ -122,18 +125,26 @@ const intakeTemplate = `
 		with n as (
 			delete from publicatie_nakomer returning admhnd_id
 		), c as (
-			(select id, tsreg, false as nakomer from admhnd
-			 where statuslev is null and %[1]s and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)
-			 order by tsreg, id
-			 limit $4)
+			select id, tsreg from admhnd
+			where statuslev is null and %[1]s and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)
+			order by tsreg, id
+			limit $4
+		), s as (
+			select coalesce(max(tsreg), $2::timestamptz) as tsreg,
+			       coalesce(max(id) filter (where tsreg = (select max(tsreg) from c)), $3::bigint) as id
+			from c
+		), l as (
+			select a.id, a.tsreg from n join admhnd a on a.id = n.admhnd_id, s
+			where a.statuslev is null and %[1]s and (a.tsreg, a.id) <= (s.tsreg, s.id)
+		), cl as (
+			select id, tsreg, false as nakomer from c
 			union all
-			select a.id, a.tsreg, true from n join admhnd a on a.id = n.admhnd_id
-			where a.statuslev is null and %[1]s
+			select id, tsreg, true from l
 		)
-		select c.id, c.tsreg, p.persoon_id, c.nakomer
-		from c left join lateral (
-			select persoon_id from admhnd_persoon where admhnd_id = c.id offset 0) p on true
-		order by c.tsreg, c.id, c.nakomer, p.persoon_id`
+		select cl.id, cl.tsreg, p.persoon_id, cl.nakomer
+		from cl left join lateral (
+			select persoon_id from admhnd_persoon where admhnd_id = cl.id offset 0) p on true
+		order by cl.tsreg, cl.id, cl.nakomer, p.persoon_id`
 
 // readBlocked returns which of the given persons are blocked: they have a handeling in
 // levering or, under the strict policy, a fout handeling no operator released; or a
@@ -177,28 +188,6 @@ const blockedSQL = `
 			select admhnd_id from publicatie_nakomer
 		) a cross join lateral (
 			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p`
-
-// writeStand records how far the intake has read, for the trigger that records handelingen
-// that appear below it (schema migration 0007). A zero tsreg is '-infinity': the view is
-// empty, and the recorded ones of an earlier view are forgotten with it.
-func writeStand(ctx context.Context, q querier, tsreg time.Time, id int64) error {
-	if tsreg.Equal(minTsreg) {
-		if _, err := q.ExecContext(ctx, resetStandSQL); err != nil {
-			return fmt.Errorf("reset stand: %w", err)
-		}
-		return nil
-	}
-	if _, err := q.ExecContext(ctx, standSQL, tsreg, id); err != nil {
-		return fmt.Errorf("write stand: %w", err)
-	}
-	return nil
-}
-
-const standSQL = `update publicatie_stand set tsreg = $1, admhnd_id = $2 where id = 1`
-
-const resetStandSQL = `
-		with n as (delete from publicatie_nakomer)
-		update publicatie_stand set tsreg = '-infinity', admhnd_id = 0 where id = 1`
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
 // the view holds when it and the database agree.

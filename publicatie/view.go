@@ -150,38 +150,36 @@ func (v *view) readyCandidates(n int) []Candidate {
 }
 
 // SweepInterval is how often the leader compares its view with the database (readChecksum)
-// and rebuilds it when they disagree: handelingen deleted from admhnd, set to another status
-// by hand, or registered below the stand while a round moved it (the trigger then saw the
-// old stand).
+// and rebuilds it when they disagree: handelingen deleted from admhnd or set to another status
+// by hand while they waited in the view, or anything else the triggers of migration 0007 do
+// not record.
 const SweepInterval = 30 * time.Second
 
 // viewFor returns the view of epoch, a new empty one if the view belongs to another epoch
 // (or none): a new leader, or a rebuild after a failed round, starts from the oldest
 // handeling again.
-func (p *Publisher) viewFor(ctx context.Context, q querier, epoch int64) (*view, error) {
+func (p *Publisher) viewFor(epoch int64) *view {
 	p.viewDirty = false
-	if p.view != nil && p.viewEpoch == epoch {
-		return p.view, nil
+	if p.view == nil || p.viewEpoch != epoch {
+		p.view, p.viewEpoch, p.lastSweep = newView(), epoch, time.Now()
 	}
-	if err := writeStand(ctx, q, minTsreg, 0); err != nil {
-		return nil, err
-	}
-	p.view, p.viewEpoch, p.viewDirty, p.lastSweep = newView(), epoch, true, time.Now()
-	return p.view, nil
+	return p.view
 }
 
-// takeIn reads the handelingen recorded in publicatie_nakomer and up to Limit new ones after
-// the stand into v, writes the new stand and returns how many it took in. full says the intake read as many as it could:
-// more are waiting. Every SweepInterval it compares v with the database afterwards, and
-// starts v again if they disagree.
+// takeIn reads the handelingen recorded in publicatie_nakomer (taking in those up to the
+// stand; the intake reads the others in their turn) and up to Limit new ones after the stand
+// into v, and returns how many it took in. full says the intake read as many as it could: more
+// are waiting. Every SweepInterval it compares v with the database afterwards, and starts v
+// again if they disagree.
 func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
 	limit := max(0, min(p.cfg.Limit, p.cfg.ViewSize-v.size()))
 	rows, err := readIntake(ctx, q, p.cfg.Excluded, horizon, v.standTsreg, v.standID, limit)
 	if err != nil {
 		return 0, false, err
 	}
-	read, late := 0, 0
+	read, late, recorded := 0, 0, false
 	for _, r := range rows {
+		recorded = recorded || r.nakomer
 		if !r.nakomer && !r.before(v.standTsreg, v.standID) {
 			v.standTsreg, v.standID = r.tsreg, r.id
 		}
@@ -206,17 +204,11 @@ func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time
 		}
 		v.add(c, r.tsreg)
 	}
-	if late > 0 {
-		p.viewDirty = true
-		p.m.taken.WithLabelValues("nakomer").Add(float64(late))
+	if recorded {
+		p.viewDirty = true // the intake emptied publicatie_nakomer
 	}
-	if read > 0 {
-		p.viewDirty = true
-		p.m.taken.WithLabelValues("intake").Add(float64(read))
-		if err := writeStand(ctx, q, v.standTsreg, v.standID); err != nil {
-			return 0, false, err
-		}
-	}
+	p.m.taken.WithLabelValues("nakomer").Add(float64(late))
+	p.m.taken.WithLabelValues("intake").Add(float64(read))
 	if time.Since(p.lastSweep) >= SweepInterval {
 		p.lastSweep = time.Now()
 		if ok, err := p.sweep(ctx, q, v); err != nil || !ok {
@@ -239,10 +231,7 @@ func (p *Publisher) sweep(ctx context.Context, q querier, v *view) (ok bool, err
 	p.log.Warn("the publisher's view of the open work disagrees with the database; rebuilding it",
 		slog.Int("view", v.size()), slog.Int("database", n))
 	p.m.viewRebuilds.Inc()
-	if err := writeStand(ctx, q, minTsreg, 0); err != nil {
-		return false, err
-	}
-	p.view, p.viewDirty = newView(), true
+	p.view = newView()
 	return false, nil
 }
 

@@ -1,32 +1,26 @@
 -- What the leading publisher needs from the database to keep its view of open work in memory
--- (package publicatie, view.go): how far it has taken handelingen in, and the handelingen
--- that appear below that point afterwards, so that it takes them in before anything newer.
-
--- How far the leader's intake has read (tsreg, admhnd_id): every handeling to be delivered up
--- to there is in its view. A new leader starts again from '-infinity'.
-create table if not exists publicatie_stand (
-    id        int         primary key default 1 constraint publicatie_stand_een check (id = 1),
-    tsreg     timestamptz not null default '-infinity',
-    admhnd_id bigint      not null default 0
-);
-insert into publicatie_stand (id) values (1) on conflict do nothing;
-
--- Handelingen that became deliverable below the stand: registered with a tsreg the intake has
--- passed (a writer that stamped tsreg before its transaction began, a clock behind the
--- database's), or set back to be delivered (an operator's retry, by the command or by hand).
--- The leader reads and empties this table in every round.
+-- (package publicatie, view.go): the handelingen that became deliverable where its intake,
+-- which reads forward in (tsreg, id) order, may already have passed, so that the next round
+-- takes them in before anything newer of their persons. The leader reads and empties this
+-- table in every round.
 create table if not exists publicatie_nakomer (
     admhnd_id bigint primary key
 );
 
+-- Registered with a tsreg before the registering transaction's start (a tsreg stamped by an
+-- application server whose clock is behind, a load or a correction with tsreg in the past):
+-- the late-writer horizon does not hold such a handeling back, so the intake may have passed
+-- it. Every such handeling is recorded, whatever the intake has passed: comparing with how
+-- far it got would race with the round that moves it. Bijhouding that stamps tsreg at or
+-- after its transaction's start (as CONTRACT.md's delivery order assumes) is never recorded.
+--
 -- The functions run as their owner, so bijhouding's and operators' roles need no rights on
 -- the service's tables.
 create or replace function publicatie_nakomer_geregistreerd() returns trigger
     language plpgsql security definer set search_path from current as $$
 begin
     insert into publicatie_nakomer (admhnd_id)
-    select n.id from nieuw n, publicatie_stand s
-    where s.id = 1 and (n.tsreg, n.id) <= (s.tsreg, s.admhnd_id)
+    select n.id from nieuw n where n.tsreg < now()
     on conflict do nothing;
     return null;
 end $$;
@@ -34,7 +28,8 @@ drop trigger if exists admhnd_nakomer on admhnd;
 create trigger admhnd_nakomer after insert on admhnd referencing new table as nieuw
     for each statement execute function publicatie_nakomer_geregistreerd();
 
--- A row trigger with a WHEN clause: the consumers' updates (to geleverd or fout) do not call it.
+-- Set back to be delivered (an operator's retry, by the command or by hand). A row trigger
+-- with a WHEN clause: the consumers' updates (to geleverd or fout) do not call it.
 create or replace function publicatie_nakomer_teruggezet() returns trigger
     language plpgsql security definer set search_path from current as $$
 begin
