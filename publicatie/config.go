@@ -38,7 +38,7 @@ type Config struct {
 	Limit int
 	// ViewSize is the most handelingen the view holds: the oldest ViewSize still to be
 	// delivered. A person whose oldest one lies beyond it waits until the view has room.
-	// About 200 bytes each. Default DefaultViewSize.
+	// About 370 bytes each. Default DefaultViewSize.
 	ViewSize int
 	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
 	MaxInLevering int
@@ -91,7 +91,7 @@ var ErrConfig = errors.New("publicatie: invalid config")
 const DefaultRedeliveryTimeout = time.Minute
 
 // DefaultViewSize is Config.ViewSize's default: enough for a bulk correction of 100,000
-// handelingen queued for a few persons not to hold back everyone else, at about 20 MB.
+// handelingen queued for a few persons not to hold back everyone else, at about 37 MB.
 const DefaultViewSize = 100_000
 
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).

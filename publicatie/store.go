@@ -47,8 +47,8 @@ type querier interface {
 
 // roundSQL are the statements of a round that run prepared (see package prepared); not
 // intakeSQL, whose plan depends on its exclusion list.
-var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, intakeDefaultSQL, blockedSQL,
-	touchStaleSQL, markSQL}
+var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
+	blockedSQL, touchStaleSQL, markSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off.
@@ -188,6 +188,33 @@ const blockedSQL = `
 			select admhnd_id from publicatie_nakomer
 		) a cross join lateral (
 			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p`
+
+// readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
+// false when it was empty): registered with a tsreg before its transaction's start, so the
+// intake may have passed it.
+func readHerlees(ctx context.Context, q querier) (tsreg time.Time, id int64, ok bool, err error) {
+	rows, err := q.QueryContext(ctx, herleesSQL)
+	if err != nil {
+		return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t time.Time
+		var i int64
+		if err := rows.Scan(&t, &i); err != nil {
+			return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
+		}
+		if !ok || t.Before(tsreg) || t.Equal(tsreg) && i < id {
+			tsreg, id, ok = t, i, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
+	}
+	return tsreg, id, ok, nil
+}
+
+const herleesSQL = `delete from publicatie_herlees returning tsreg, admhnd_id`
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
 // the view holds when it and the database agree.

@@ -168,10 +168,26 @@ func (p *Publisher) viewFor(epoch int64) *view {
 
 // takeIn reads the handelingen recorded in publicatie_nakomer (taking in those up to the
 // stand; the intake reads the others in their turn) and up to Limit new ones after the stand
-// into v, and returns how many it took in. full says the intake read as many as it could: more
+// into v, and returns how many it took in. When publicatie_herlees says a handeling was
+// registered behind the stand, it starts from a new, empty view (p.view) instead. full says the intake read as many as it could: more
 // are waiting. Every SweepInterval it compares v with the database afterwards, and starts v
 // again if they disagree.
 func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
+	ts, id, recordedLate, err := readHerlees(ctx, q)
+	if err != nil {
+		return 0, false, err
+	}
+	if recordedLate {
+		p.viewDirty = true // emptied publicatie_herlees
+		if (intakeRow{tsreg: ts, id: id}).before(v.standTsreg, v.standID) || ts.Equal(v.standTsreg) && id == v.standID {
+			// Registered behind the stand: the view is no longer the prefix it must be.
+			p.log.Info("handelingen registered with a tsreg the publisher's view had passed; building the view again",
+				slog.Int64("admhnd_id", id), slog.Time("tsreg", ts))
+			p.m.viewRebuilds.Inc()
+			p.view = newView()
+			v = p.view
+		}
+	}
 	limit := max(0, min(p.cfg.Limit, p.cfg.ViewSize-v.size()))
 	rows, err := readIntake(ctx, q, p.cfg.Excluded, horizon, v.standTsreg, v.standID, limit)
 	if err != nil {

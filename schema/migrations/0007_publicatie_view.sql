@@ -1,32 +1,39 @@
 -- What the leading publisher needs from the database to keep its view of open work in memory
 -- (package publicatie, view.go): the handelingen that became deliverable where its intake,
--- which reads forward in (tsreg, id) order, may already have passed, so that the next round
--- takes them in before anything newer of their persons. The leader reads and empties this
--- table in every round.
+-- which reads forward in (tsreg, id) order, may already have passed. The leader reads and
+-- empties both tables in every round.
+
+-- Handelingen set back to be delivered: the next round takes them in before anything newer
+-- of their persons.
 create table if not exists publicatie_nakomer (
     admhnd_id bigint primary key
 );
 
 -- Registered with a tsreg before the registering transaction's start (a tsreg stamped by an
 -- application server whose clock is behind, a load or a correction with tsreg in the past):
--- the late-writer horizon does not hold such a handeling back, so the intake may have passed
--- it. Every such handeling is recorded, whatever the intake has passed: comparing with how
--- far it got would race with the round that moves it. Bijhouding that stamps tsreg at or
--- after its transaction's start (as CONTRACT.md's delivery order assumes) is never recorded.
---
+-- the late-writer horizon does not hold such handelingen back, so the intake may have passed
+-- them. One row per inserting statement, the oldest such handeling: when it lies behind the
+-- leader's stand, the leader builds its view again from the oldest handeling. One row, not
+-- one per handeling: a load of a million rows with tsreg in the past must not leave a
+-- million rows for every round to read. Bijhouding that stamps tsreg at or after its
+-- transaction's start (as CONTRACT.md's delivery order assumes) is never recorded.
+create table if not exists publicatie_herlees (
+    tsreg     timestamptz not null,
+    admhnd_id bigint      not null
+);
+
 -- The functions run as their owner, so bijhouding's and operators' roles need no rights on
 -- the service's tables.
-create or replace function publicatie_nakomer_geregistreerd() returns trigger
+create or replace function publicatie_herlees_geregistreerd() returns trigger
     language plpgsql security definer set search_path from current as $$
 begin
-    insert into publicatie_nakomer (admhnd_id)
-    select n.id from nieuw n where n.tsreg < now()
-    on conflict do nothing;
+    insert into publicatie_herlees (tsreg, admhnd_id)
+    select tsreg, id from nieuw where tsreg < now() order by tsreg, id limit 1;
     return null;
 end $$;
-drop trigger if exists admhnd_nakomer on admhnd;
-create trigger admhnd_nakomer after insert on admhnd referencing new table as nieuw
-    for each statement execute function publicatie_nakomer_geregistreerd();
+drop trigger if exists admhnd_herlees on admhnd;
+create trigger admhnd_herlees after insert on admhnd referencing new table as nieuw
+    for each statement execute function publicatie_herlees_geregistreerd();
 
 -- Set back to be delivered (an operator's retry, by the command or by hand). A row trigger
 -- with a WHEN clause: the consumers' updates (to geleverd or fout) do not call it.
