@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/go-stomp/stomp/v3 v3.1.5
+	github.com/google/btree v1.1.3
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/kelseyhightower/envconfig v1.4.0
 	github.com/lib/pq v1.10.9

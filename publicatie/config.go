@@ -33,8 +33,13 @@ type Config struct {
 	// Delay is the pause after a round that found nothing more to do (seed: fixedDelay).
 	// Default 5s.
 	Delay time.Duration
-	// Limit is the most handelingen (not rows) read per round. Default 5000.
+	// Limit is the most handelingen (not rows) read per round: taken into the leader's view of
+	// the open work, which it keeps across rounds. Default 5000.
 	Limit int
+	// ViewSize is the most handelingen the view holds: the oldest ViewSize still to be
+	// delivered. A person whose oldest one lies beyond it waits until the view has room.
+	// About 370 bytes each. Default DefaultViewSize.
+	ViewSize int
 	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
 	MaxInLevering int
 	// Queue is the publication queue. Default /queue/brp.levering.admhndpublicatie.
@@ -85,6 +90,10 @@ var ErrConfig = errors.New("publicatie: invalid config")
 // its batch timeout (20 s by default), so the republication does not race those.
 const DefaultRedeliveryTimeout = time.Minute
 
+// DefaultViewSize is Config.ViewSize's default: enough for a bulk correction of 100,000
+// handelingen queued for a few persons not to hold back everyone else, at about 37 MB.
+const DefaultViewSize = 100_000
+
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
 const MinWartezeit = 10 * time.Second
 
@@ -104,6 +113,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxInLevering == 0 {
 		c.MaxInLevering = 1000
+	}
+	if c.ViewSize == 0 {
+		c.ViewSize = DefaultViewSize
 	}
 	if c.Queue == "" {
 		c.Queue = "/queue/brp.levering.admhndpublicatie"
@@ -138,6 +150,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Delay %v must be positive", ErrConfig, c.Delay)
 	case c.Limit < 0:
 		return fmt.Errorf("%w: Limit %d must be positive", ErrConfig, c.Limit)
+	case c.ViewSize < 0:
+		return fmt.Errorf("%w: ViewSize %d must be positive", ErrConfig, c.ViewSize)
 	case c.MaxInLevering < 0:
 		return fmt.Errorf("%w: MaxInLevering %d must be positive", ErrConfig, c.MaxInLevering)
 	case c.RedeliveryTimeout < 0:

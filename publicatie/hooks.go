@@ -5,6 +5,9 @@ import "context"
 // Hooks are fault seams: tests use them to fail or kill at a precise step of a round. Every
 // field may be nil, and nil does nothing, which is what production runs.
 type Hooks struct {
+	// AfterIntake runs after the round's intake into its view, before it reads which persons
+	// are blocked.
+	AfterIntake func(ctx context.Context) error
 	// AfterMark runs after the kept handelingen were marked in_levering, before the broker send.
 	AfterMark func(ctx context.Context, ids []int64) error
 	// AfterBrokerCommit runs after the broker confirmed the round's messages, before the

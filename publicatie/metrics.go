@@ -13,13 +13,16 @@ import (
 const MetricsNamespace = "brp_levering"
 
 type metrics struct {
-	published   prometheus.Counter
-	republished prometheus.Counter
-	rounds      *prometheus.CounterVec
-	roundTime   prometheus.Histogram
-	leader      prometheus.Gauge
-	yields      prometheus.Counter
-	reconnects  *prometheus.CounterVec
+	published    prometheus.Counter
+	republished  prometheus.Counter
+	rounds       *prometheus.CounterVec
+	roundTime    prometheus.Histogram
+	leader       prometheus.Gauge
+	yields       prometheus.Counter
+	reconnects   *prometheus.CounterVec
+	taken        *prometheus.CounterVec
+	viewSize     prometheus.Gauge
+	viewRebuilds prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -38,12 +41,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times this process handed its lease over because its rounds made no progress for wartezeit."}),
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
 			Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"}),
+		taken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "publicatie_view_taken_total",
+			Help: "Handelingen taken into the leader's view of open work: intake (new ones after the stand) or nakomer (appeared below it: registered late, retried, or not marked)."}, []string{"source"}),
+		viewSize: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "publicatie_view_handelingen",
+			Help: "Handelingen in the leader's view of open work (at most ViewSize); 0 on followers."}),
+		viewRebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "publicatie_view_rebuilds_total",
+			Help: "Times the leader's view of open work disagreed with the database and was built again."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects)
+		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
+			m.taken, m.viewSize, m.viewRebuilds)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
+	}
+	for _, s := range []string{"intake", "nakomer"} {
+		m.taken.WithLabelValues(s)
 	}
 	return m
 }

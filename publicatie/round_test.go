@@ -83,6 +83,12 @@ func (e *roundEnv) setStatus(status string, ids ...int64) {
 	}
 }
 
+// publishedNow sets handelingen in_levering as a round would have just now.
+func (e *roundEnv) publishedNow(ids ...int64) {
+	e.t.Helper()
+	e.db.MustExec(`update admhnd set statuslev = 'in_levering', tspub = now() where id = any($1)`, pq.Array(ids))
+}
+
 func h(id int64, ms int, personen ...int64) load.Handeling {
 	return load.Handeling{ID: id, Tsreg: t0.Add(time.Duration(ms) * time.Millisecond), Personen: personen}
 }
@@ -370,17 +376,206 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	}
 	defer conn.Close()
 	var plan []string
-	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+selectionDefaultSQL); err != nil {
+	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+intakeDefaultSQL); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SelectContext(ctx, &plan, `explain execute sel(5000, now(), true)`); err != nil {
+	if err := conn.SelectContext(ctx, &plan, `explain execute sel(now(), '-infinity', 0, 5000)`); err != nil {
 		t.Fatal(err)
 	}
-	usesIndex("the default selection's generic plan", plan)
+	usesIndex("the default intake's generic plan", plan)
 	// Another list that excludes the initial load: planned with its values on every call.
 	plan = nil
-	if err := e.db.Select(&plan, `explain `+selectionSQL, 5000, time.Now(), true, pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})); err != nil {
+	other := pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})
+	if err := e.db.Select(&plan, `explain `+intakeSQL, time.Now(), "-infinity", 0, 5000, other); err != nil {
 		t.Fatal(err)
 	}
-	usesIndex("the selection for another list", plan)
+	usesIndex("the intake for another list", plan)
+	// And the sweep's checksum, which reads everything up to the stand.
+	for name, q := range map[string]string{"default": checksumDefaultSQL, "other": checksumSQL} {
+		args := []any{time.Now(), 1 << 62}
+		if name == "other" {
+			args = append(args, other)
+		}
+		plan = nil
+		if err := e.db.Select(&plan, `explain `+q, args...); err != nil {
+			t.Fatal(err)
+		}
+		usesIndex("the checksum for the "+name+" list", plan)
+	}
+}
+
+// Runs of handelingen per person (a bulk correction done person by person): one round
+// publishes the head of every person with work, however the runs interleave in tsreg. The
+// earlier selection read a window of the oldest candidates and published one per round here.
+func TestRoundPublishesEveryPersonsHeadWhateverTheInterleaving(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{MaxInLevering: 100})
+	var hs []load.Handeling
+	for p := range int64(3) {
+		for i := range int64(1000) {
+			hs = append(hs, h(p*1000+i+1, int(p*1000+i), 10+p))
+		}
+	}
+	e.insert(hs...)
+	wantIDs(t, "first round", e.round(), 1, 1001, 2001)
+	e.setStatus("geleverd", 1001)
+	wantIDs(t, "after one delivery", e.round(), 1002)
+}
+
+// The view holds at most ViewSize handelingen: a person whose oldest handeling lies beyond it
+// waits until the view has room.
+func TestRoundViewHoldsAtMostViewSize(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{ViewSize: 2})
+	e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 10), h(4, 4, 20))
+	wantIDs(t, "first round: two taken in", e.round(), 1)
+	wantIDs(t, "second round: the view holds 2 and 3, not 4", e.round())
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "person 10's next", e.round(), 2)
+	wantIDs(t, "room for the one beyond", e.round(), 4)
+}
+
+// Handelingen in levering and in fout when a leader starts hold their persons back as before.
+func TestRoundTakesOverWorkPublishedBefore(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 10), h(4, 4, 20), h(5, 5, 30))
+	e.publishedNow(1)
+	e.setStatus("fout", 2)
+	wantIDs(t, "first round", e.round(), 5)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "after the one in levering was delivered", e.round(), 3)
+}
+
+// A handeling registered below what the intake has passed (a writer that stamped tsreg before
+// its transaction's start, a clock behind) is recorded by the trigger on admhnd, and the next
+// round builds its view again from the oldest handeling: nothing newer of its persons goes
+// first.
+func TestRoundTakesInLateHandelingenFirst(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{Limit: 2})
+	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	e.setStatus("geleverd", 1, 2)
+	wantIDs(t, "second round", e.round(), 3)
+	e.insert(h(4, 1, 20), h(5, 2, 30), h(6, 3, 40), h(7, 40, 20), h(8, 50, 30))
+	wantIDs(t, "the view built again from the oldest, LIMIT at a time", e.round(), 4, 5)
+	e.setStatus("geleverd", 4, 5)
+	wantIDs(t, "the next two", e.round(), 6, 7)
+	wantIDs(t, "the last", e.round(), 8)
+}
+
+// A handeling set back to be delivered (an operator's retry, or by hand) is recorded by the
+// trigger and taken in again by the next round, before anything newer of its persons.
+func TestRoundTakesBackHandelingenSetBack(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10), h(4, 40, 20))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	e.setStatus("fout", 2)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "second round: 4 waits behind the fout 2", e.round(), 3)
+	e.db.MustExec(`update admhnd set statuslev = null, tslev = null where id in (1, 2)`)
+	wantIDs(t, "the set-back ones: person 10's waits for 3 in flight", e.round(), 2)
+	e.setStatus("geleverd", 2, 3)
+	wantIDs(t, "then person 10's, and 20's next one", e.round(), 1, 4)
+}
+
+// A handeling deleted from admhnd while the view holds it holds nobody back once the round
+// finds it cannot mark it.
+func TestRoundForgetsHandelingenDeletedFromAdmhnd(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 20, 30), h(3, 30, 10), h(4, 40, 20), h(5, 50, 30))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	for _, id := range []int64{3, 4} { // 3 waiting behind 1, 4 behind 2
+		e.db.MustExec(`delete from admhnd_persoon where admhnd_id = $1`, id)
+		e.db.MustExec(`delete from admhnd where id = $1`, id)
+	}
+	e.setStatus("geleverd", 1, 2)
+	wantIDs(t, "after the deletes", e.round(), 5)
+	e.insert(h(6, 60, 10))
+	wantIDs(t, "nothing left of 3 in front of person 10's next", e.round(), 6)
+}
+
+// What the trigger does not record (here: it is disabled) the sweep finds: it compares the
+// view with the database and rebuilds the view when they disagree.
+func TestRoundSweepRebuildsAViewThatDisagrees(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
+	wantIDs(t, "first round", e.round(), 1, 2)
+	e.db.MustExec(`alter table admhnd disable trigger admhnd_herlees`)
+	e.insert(h(4, 5, 10), h(5, 6, 30))
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "before the sweep, 4 is not seen", e.round(), 3)
+	e.setStatus("geleverd", 3)
+	e.pub.lastSweep = time.Time{} // sweep now
+	wantIDs(t, "the sweep's round: the view is rebuilt", e.round())
+	wantIDs(t, "then the late ones", e.round(), 4, 5)
+}
+
+// An operator's retry that commits between the round's intake and its read of the blocked
+// persons (two statements, two snapshots) holds its persons back all the same: the retried
+// handeling was fout for the intake and is NULL for the second read, but its record in
+// publicatie_nakomer blocks them until the next round takes it in.
+func TestRoundRetryBetweenIntakeAndBlockedRead(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 10), h(3, 30, 30))
+	wantIDs(t, "first round", e.round(), 1, 3)
+	e.setStatus("fout", 1)
+	e.setStatus("geleverd", 3)
+	wantIDs(t, "strict: 2 waits behind the fout 1", e.round())
+	e.pub.cfg.Hooks.AfterIntake = func(ctx context.Context) error {
+		e.pub.cfg.Hooks.AfterIntake = nil
+		_, err := e.db.ExecContext(ctx, `update admhnd set statuslev = null, foutreden = null, tspub = null where id = 1`)
+		return err
+	}
+	wantIDs(t, "the retry committed between the two reads: 2 still waits", e.round())
+	wantIDs(t, "the retried one first", e.round(), 1)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "then 2", e.round(), 2)
+}
+
+// A handeling set back beyond the intake's stand (here: the view is full) is taken in by the
+// intake in its turn, not ahead of it: taken in at once, it would head its person's queue in
+// front of an older handeling of that person that the view does not hold yet.
+func TestRoundSetBackBeyondTheStandWaitsForTheIntake(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{ViewSize: 1})
+	e.insert(h(1, 1, 30), h(2, 5, 30), h(3, 20, 20), h(4, 30, 20))
+	e.publishedNow(1)
+	e.setStatus("fout", 4)
+	wantIDs(t, "the view holds 2, held back by 1 in levering", e.round())
+	e.db.MustExec(`update admhnd set statuslev = null where id = 4`) // retried
+	wantIDs(t, "4 is beyond the stand: not in front of 3", e.round())
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "2, then the view has room", e.round(), 2)
+	wantIDs(t, "3 before 4", e.round(), 3)
+	e.setStatus("geleverd", 3)
+	wantIDs(t, "then 4", e.round(), 4)
+}
+
+// A handeling registered with a tsreg in the past while a round moves the stand past it
+// (committed after the round's intake read, before its commit) is taken in by the next round
+// all the same: the trigger records every statement that registers a handeling with a tsreg
+// before its transaction's start, whatever the stand, and the next round builds its view again.
+// (Compared with the stand, the handeling was lost until the sweep.)
+func TestRoundLateHandelingRegisteredDuringTheRound(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(3, 30, 20))
+	e.pub.cfg.Hooks.AfterIntake = func(ctx context.Context) error {
+		e.pub.cfg.Hooks.AfterIntake = nil
+		return load.Insert(ctx, e.db, []load.Handeling{{ID: 2, Soort: "VERHUIZING", Tsreg: t0.Add(20 * time.Millisecond), Personen: []int64{20}}})
+	}
+	// 2 commits after the round read its intake: that round cannot see it (nor could the
+	// window walk, which read everything in one statement).
+	wantIDs(t, "the round during which 2 is registered", e.round(), 1, 3)
+	e.setStatus("geleverd", 1, 3)
+	e.insert(h(4, 40, 20))
+	wantIDs(t, "2 before 4", e.round(), 2)
+	e.setStatus("geleverd", 2)
+	wantIDs(t, "then 4", e.round(), 4)
 }

@@ -46,8 +46,9 @@ type querier interface {
 }
 
 // roundSQL are the statements of a round that run prepared (see package prepared); not
-// selectionSQL, whose plan depends on its exclusion list.
-var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, selectionDefaultSQL, touchStaleSQL, markSQL}
+// intakeSQL, whose plan depends on its exclusion list.
+var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
+	blockedSQL, touchStaleSQL, markSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off.
@@ -56,86 +57,190 @@ const roundTimeoutSQL = `
 			(select case when setting::bigint = 0 then $1 else least(setting::bigint, $1) end
 			 from pg_settings where name = 'idle_in_transaction_session_timeout')::text, true)`
 
-// readSelection returns, from one snapshot, up to limit handelingen still to be delivered
-// (statuslev NULL, soort not excluded, registered before horizon), oldest tsreg first, ties by
-// id, each with all of its persons, and the persons blocked before the walk: those with a
-// handeling in levering and, under the strict policy, with a fout handeling no operator
-// released (only those among the candidates' persons). The limit counts handelingen, so a
-// multi-person handeling is never cut in half.
-//
-// One statement, because two would see two snapshots: an operator's retry (fout back to NULL)
-// committing between them would hide the retried handeling both as a candidate and as a
-// blocker, and its person's next handeling would overtake it.
-func readSelection(ctx context.Context, q querier, excluded []string, limit int, horizon time.Time, policy FoutPolicy) ([]Candidate, map[int64]struct{}, error) {
-	query, args := selectionSQL, []any{limit, horizon, policy == Strict, pq.Array(excluded)}
+// intakeRow is a (handeling, person) row of the intake, ordered by handeling.
+type intakeRow struct {
+	id      int64
+	tsreg   time.Time
+	persoon sql.NullInt64
+	nakomer bool
+}
+
+// before says whether r comes before the stand (tsreg, id).
+func (r intakeRow) before(tsreg time.Time, id int64) bool {
+	return r.tsreg.Before(tsreg) || r.tsreg.Equal(tsreg) && r.id < id
+}
+
+// readIntake takes in, from one snapshot, up to limit handelingen after the stand (standTsreg,
+// standID) and before horizon, oldest first, and the handelingen recorded in
+// publicatie_nakomer up to the new stand (the last of those): all to be delivered (statuslev
+// NULL, soort not excluded), each with all of its persons. It empties publicatie_nakomer; the
+// recorded ones beyond the new stand come with a later intake in their turn (a load of a
+// million handelingen with tsreg in the past is recorded whole, and must not come back to
+// the publisher at once). The limit counts handelingen, so a multi-person handeling is never
+// cut in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
+func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, standTsreg time.Time, standID int64, limit int) ([]intakeRow, error) {
+	stand := any(standTsreg)
+	if standTsreg.Equal(minTsreg) {
+		stand = "-infinity"
+	}
+	query, args := intakeSQL, []any{horizon, stand, standID, limit, pq.Array(excluded)}
 	if len(excluded) == 1 && excluded[0] == InitieleVulling {
-		query, args = selectionDefaultSQL, args[:3]
+		query, args = intakeDefaultSQL, args[:4]
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read selection: %w", err)
+		return nil, fmt.Errorf("read intake: %w", err)
 	}
 	defer rows.Close()
-	var cands []Candidate
-	blocked := map[int64]struct{}{}
+	var out []intakeRow
 	for rows.Next() {
-		var blocker bool
-		var id sql.NullInt64
-		var tsreg sql.NullTime
-		var persoon sql.NullInt64
-		if err := rows.Scan(&blocker, &id, &tsreg, &persoon); err != nil {
-			return nil, nil, fmt.Errorf("read selection: %w", err)
+		var r intakeRow
+		if err := rows.Scan(&r.id, &r.tsreg, &r.persoon, &r.nakomer); err != nil {
+			return nil, fmt.Errorf("read intake: %w", err)
 		}
-		if blocker {
-			blocked[persoon.Int64] = struct{}{}
-			continue
-		}
-		cands = addRow(cands, id.Int64, persoon)
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read selection: %w", err)
+		return nil, fmt.Errorf("read intake: %w", err)
 	}
-	return cands, blocked, nil
+	return out, nil
 }
 
-// selectionSQL is readSelection's query for any exclusion list ($4). It is not prepared
-// (roundSQL): lib/pq has it planned with its parameters on every call, so the planner can
-// prove from the list whether admhnd_te_leveren_zonder_iv_idx applies.
+// intakeSQL is readIntake's query for any exclusion list ($5). It is not prepared (roundSQL):
+// lib/pq has it planned with its parameters on every call, so the planner can prove from the
+// list whether admhnd_te_leveren_zonder_iv_idx applies.
 //
-// The persons are read per handeling through lateral subqueries that the planner cannot flatten
-// (offset 0): one index probe per candidate and per handeling in levering, whatever the
-// statistics say. Left to itself, the planner hashes all of admhnd_persoon while the table is
-// small (measured: twice the time of the probes at 30,000 rows). Only blocked persons that
-// are also candidates' persons are returned; the walk looks at no others.
-var selectionSQL = fmt.Sprintf(selectionTemplate, "soort <> all($4::text[])")
+// The persons are read per handeling through a lateral subquery that the planner cannot
+// flatten (offset 0): one index probe per handeling, whatever the statistics say. Left to
+// itself, the planner hashes all of admhnd_persoon while the table is small.
+var intakeSQL = fmt.Sprintf(intakeTemplate, "soort <> all($5::text[])")
 
-// selectionDefaultSQL is selectionSQL for the default exclusion, with that soort written in:
-// the index's own predicate, so that also the generic plan of the prepared statement uses
-// the index (with soort <> all($4) it sorted every candidate instead: measured). It is a
-// constant of this package, never input.
-var selectionDefaultSQL = fmt.Sprintf(selectionTemplate, "soort <> '"+InitieleVulling+"'")
+// intakeDefaultSQL is intakeSQL for the default exclusion, with that soort written in: the
+// index's own predicate, so that also the generic plan of the prepared statement uses the
+// index (with soort <> all($5) it sorted every candidate instead: measured). It is a constant
+// of this package, never input.
+var intakeDefaultSQL = fmt.Sprintf(intakeTemplate, "soort <> '"+InitieleVulling+"'")
 
-const selectionTemplate = `
-		with c as (
+const intakeTemplate = `
+		with n as (
+			delete from publicatie_nakomer returning admhnd_id
+		), c as (
 			select id, tsreg from admhnd
-			where statuslev is null and %s and tsreg < $2
+			where statuslev is null and %[1]s and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)
 			order by tsreg, id
-			limit $1
-		), cp as materialized (
-			select c.id, c.tsreg, p.persoon_id
-			from c left join lateral (
-				select persoon_id from admhnd_persoon where admhnd_id = c.id offset 0) p on true
-		), b as materialized (
-			select p.persoon_id
-			from admhnd a cross join lateral (
-				select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p
-			where a.statuslev = 'in_levering' or ($3 and a.statuslev = 'fout' and a.vrijgegeven is null)
+			limit $4
+		), s as (
+			select coalesce(max(tsreg), $2::timestamptz) as tsreg,
+			       coalesce(max(id) filter (where tsreg = (select max(tsreg) from c)), $3::bigint) as id
+			from c
+		), l as (
+			select a.id, a.tsreg from n join admhnd a on a.id = n.admhnd_id, s
+			where a.statuslev is null and %[1]s and (a.tsreg, a.id) <= (s.tsreg, s.id)
+		), cl as (
+			select id, tsreg, false as nakomer from c
+			union all
+			select id, tsreg, true from l
 		)
-		select false as blocker, id, tsreg, persoon_id from cp
-		union all
-		select distinct true, null::bigint, null::timestamptz, persoon_id
-		from b where persoon_id in (select persoon_id from cp)
-		order by 1, 3, 2, 4`
+		select cl.id, cl.tsreg, p.persoon_id, cl.nakomer
+		from cl left join lateral (
+			select persoon_id from admhnd_persoon where admhnd_id = cl.id offset 0) p on true
+		order by cl.tsreg, cl.id, cl.nakomer, p.persoon_id`
+
+// readBlocked returns which of the given persons are blocked: they have a handeling in
+// levering or, under the strict policy, a fout handeling no operator released; or a
+// handeling recorded in publicatie_nakomer since the round's intake read it.
+//
+// The last is what makes two statements (intake, then this) as safe as one snapshot: an
+// operator's retry (fout back to NULL) that commits between them is no longer fout here and
+// was not yet taken in there, but its trigger's record is visible here, and holds its persons
+// back until the next round takes it in.
+func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{}, error) {
+	blocked := map[int64]struct{}{}
+	rows, err := q.QueryContext(ctx, blockedSQL, strict)
+	if err != nil {
+		return nil, fmt.Errorf("read blocked persons: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("read blocked persons: %w", err)
+		}
+		blocked[p] = struct{}{}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read blocked persons: %w", err)
+	}
+	return blocked, nil
+}
+
+// blockedSQL reads the persons of the handelingen in levering (at most MAXINLEVERING), of the
+// fout ones that hold their persons back and of those recorded in publicatie_nakomer, one
+// index probe per handeling. All of them, not only the candidates' persons: in a prepared plan a
+// filter "= any($array)" is a linear search per row, which a handeling of 100,000 persons in
+// flight would turn into 10^8 comparisons per round.
+const blockedSQL = `
+		select distinct p.persoon_id
+		from (
+			select id from admhnd
+			where statuslev = 'in_levering' or ($1 and statuslev = 'fout' and vrijgegeven is null)
+			union all
+			select admhnd_id from publicatie_nakomer
+		) a cross join lateral (
+			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p`
+
+// readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
+// false when it was empty): registered with a tsreg before its transaction's start, so the
+// intake may have passed it.
+func readHerlees(ctx context.Context, q querier) (tsreg time.Time, id int64, ok bool, err error) {
+	rows, err := q.QueryContext(ctx, herleesSQL)
+	if err != nil {
+		return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t time.Time
+		var i int64
+		if err := rows.Scan(&t, &i); err != nil {
+			return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
+		}
+		if !ok || t.Before(tsreg) || t.Equal(tsreg) && i < id {
+			tsreg, id, ok = t, i, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
+	}
+	return tsreg, id, ok, nil
+}
+
+const herleesSQL = `delete from publicatie_herlees returning tsreg, admhnd_id`
+
+// readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
+// the view holds when it and the database agree.
+func readChecksum(ctx context.Context, q querier, excluded []string, tsreg time.Time, id int64) (n int, xor int64, err error) {
+	stand := any(tsreg)
+	if tsreg.Equal(minTsreg) {
+		stand = "-infinity"
+	}
+	query, args := checksumSQL, []any{stand, id, pq.Array(excluded)}
+	if len(excluded) == 1 && excluded[0] == InitieleVulling {
+		query, args = checksumDefaultSQL, args[:2]
+	}
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&n, &xor); err != nil {
+		return 0, 0, fmt.Errorf("read view checksum: %w", err)
+	}
+	return n, xor, nil
+}
+
+var (
+	checksumSQL        = fmt.Sprintf(checksumTemplate, "soort <> all($3::text[])")
+	checksumDefaultSQL = fmt.Sprintf(checksumTemplate, "soort <> '"+InitieleVulling+"'")
+)
+
+const checksumTemplate = `
+		select count(*), coalesce(bit_xor(id), 0) from admhnd
+		where statuslev is null and %s and (tsreg, id) <= ($1::timestamptz, $2::bigint)`
 
 // readStale returns up to limit handelingen that have been in levering for longer than
 // timeout: their message was lost or dead-lettered, so they are published again.

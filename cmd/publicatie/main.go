@@ -34,6 +34,7 @@ type config struct {
 	Delay         setup.Millis     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" default:"5000"`
 	Limit         setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" default:"5000"`
 	MaxInLevering setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" default:"1000"`
+	ViewSize      setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" default:"100000"`
 	Queue         setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
 	Excluded      setup.List       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED" default:"GBA_INITIELE_VULLING"`
 	FoutPolicy    foutPolicy       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY" default:"strict"`
@@ -209,6 +210,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Delay:             time.Duration(cfg.Delay),
 		Limit:             int(cfg.Limit),
 		MaxInLevering:     int(cfg.MaxInLevering),
+		ViewSize:          int(cfg.ViewSize),
 		Queue:             string(cfg.Queue),
 		Excluded:          cfg.Excluded,
 		FoutPolicy:        publicatie.FoutPolicy(cfg.FoutPolicy),

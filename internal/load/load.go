@@ -31,6 +31,13 @@ type Spec struct {
 	FirstID  int64   // id of the first handeling (default 1)
 	Seed     uint64
 	Start    time.Time // tsreg of the first handeling (default: an hour ago)
+	// Run, when set, gives each person's handelingen Run at a time in a row (a bulk correction
+	// done person by person) instead of to random persons: the first person of the i-th
+	// handeling is 1 + (i / Run) mod Personen. Further persons (Multi) stay random.
+	Run int
+	// HotShare of the handelingen, when set, have their first person among the first
+	// HotPersons share of the persons (a hot set); the rest are random.
+	HotShare, HotPersons float64
 }
 
 // ExcludedSoort is the default excluded soort.
@@ -68,6 +75,14 @@ func Generate(s Spec) []Handeling {
 			}
 			for len(h.Personen) < min(n, s.Personen) {
 				p := int64(1 + r.IntN(s.Personen))
+				if len(h.Personen) == 0 {
+					switch {
+					case s.Run > 0:
+						p = int64(1 + (i/s.Run)%s.Personen)
+					case s.HotShare > 0 && r.Float64() < s.HotShare:
+						p = int64(1 + r.IntN(max(1, int(s.HotPersons*float64(s.Personen)))))
+					}
+				}
 				if !slices.Contains(h.Personen, p) {
 					h.Personen = append(h.Personen, p)
 				}

@@ -1,0 +1,379 @@
+package publicatie
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// TestSelectionMatchesReferenceOnRandomHistories runs random histories (registrations with
+// ties, several persons, none, the excluded soort, a late writer whose transaction is open
+// across rounds, deliveries, fout, an operator's retry and release, both fout policies and
+// three exclusion lists, views dropped as by a new leader, sweeps) and checks before every round what the reference model says it must
+// publish: Select, the straightforward walk, over every candidate below the horizon. Any
+// difference fails, with the history's seed and step.
+func TestSelectionMatchesReferenceOnRandomHistories(t *testing.T) {
+	t.Parallel()
+	runHistories(t, 77, func(r *rand.Rand) Config { return Config{Limit: 100_000} }, false)
+}
+
+// TestSelectionKeepsOrderWithASmallView runs the same random histories with a view that
+// holds only a few handelingen and takes in one to three per round. A round then publishes
+// less than the reference model, which reads everything; what must hold is that every
+// handeling it publishes is the oldest open one of each of its persons (nothing older of
+// theirs to be delivered, in levering, or fout under the strict policy), and that in the
+// end everything is delivered.
+func TestSelectionKeepsOrderWithASmallView(t *testing.T) {
+	t.Parallel()
+	runHistories(t, 78, func(r *rand.Rand) Config {
+		return Config{Limit: 1 + r.IntN(3), ViewSize: 2 + r.IntN(5)}
+	}, true)
+}
+
+// runHistories runs BRP_REFERENCE_SEEDS (default 24) random histories of a publisher
+// configured by base and checked by h.round.
+func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, small bool) {
+	seeds := uint64(24)
+	if n, err := strconv.ParseUint(os.Getenv("BRP_REFERENCE_SEEDS"), 10, 64); err == nil {
+		seeds = n // more histories on request, for a longer search
+	}
+	for seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(seed, stream))
+			cfg := base(r)
+			cfg.MaxInLevering, cfg.RedeliveryTimeout = 2+r.IntN(8), time.Hour
+			cfg.FoutPolicy = []FoutPolicy{Strict, Skip}[r.IntN(2)]
+			switch r.IntN(3) {
+			case 1:
+				cfg.Excluded = []string{}
+			case 2:
+				cfg.Excluded = []string{"ANDERE_SOORT", InitieleVulling}
+			}
+			e := newRoundEnv(t, cfg)
+			h := &history{t: t, e: e, r: r, cfg: e.pub.Config(), small: small}
+			for step := range 120 {
+				h.step = step
+				if r.IntN(10) == 0 {
+					e.pub.lastSweep = time.Time{} // the next round compares the view with the database
+				}
+				if r.IntN(25) == 0 {
+					e.pub.view = nil // a new leader, or a failed round: the view is built again
+					h.did("view dropped")
+				}
+				switch x := r.IntN(100); {
+				case x < 30:
+					h.register(nil)
+				case x < 35:
+					h.lateWriter()
+				case x < 65:
+					h.round()
+				case x < 85:
+					h.finish("geleverd")
+				case x < 90:
+					h.finish("fout")
+				case x < 95:
+					h.operator("retry")
+				default:
+					h.operator("release")
+				}
+			}
+			if h.late != nil {
+				if err := h.late.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			drain := 30
+			if small {
+				drain = 400 // a few handelingen per round
+				// Under the strict policy a fout handeling holds its persons back until an
+				// operator acts: release them all, so that everything can be delivered.
+				e.db.MustExec(`update admhnd set vrijgegeven = now() where statuslev = 'fout'`)
+			}
+			for i := range drain { // deliver everything, checking every round
+				h.round()
+				h.finish("geleverd")
+				if small && i%10 == 9 {
+					var open int
+					if err := e.db.Get(&open, `select count(*) from admhnd where statuslev = 'in_levering'
+						or statuslev is null and soort <> all($1)`, pq.Array(h.cfg.Excluded)); err != nil {
+						t.Fatal(err)
+					}
+					if open == 0 {
+						break
+					}
+				}
+			}
+			if small {
+				var open int
+				if err := e.db.Get(&open, `select count(*) from admhnd where statuslev is null and soort <> all($1)`,
+					pq.Array(h.cfg.Excluded)); err != nil || open > 0 {
+					t.Fatalf("%d handelingen still to be delivered after the drain (%v)", open, err)
+				}
+			}
+			t.Logf("policy %s, excluded %v, max in levering %d, limit %d, view size %d: %d rounds checked, %d published",
+				cfg.FoutPolicy, h.cfg.Excluded, cfg.MaxInLevering, h.cfg.Limit, h.cfg.ViewSize, h.rounds, h.published)
+		})
+	}
+}
+
+type history struct {
+	t      *testing.T
+	e      *roundEnv
+	r      *rand.Rand
+	cfg    Config
+	step   int
+	nextID int64
+	small  bool     // check order only (a small view), not equality with the reference
+	late   *sqlx.Tx // a bijhouding transaction left open across rounds
+	lateAt int      // step at which it commits
+
+	rounds, published int
+	ops               []string // what happened, for a failure message
+}
+
+func (h *history) did(format string, args ...any) {
+	h.ops = append(h.ops, fmt.Sprintf("%d: ", h.step)+fmt.Sprintf(format, args...))
+}
+
+func (h *history) fail(format string, args ...any) {
+	h.t.Helper()
+	h.t.Fatalf("step %d: "+format, append([]any{h.step}, args...)...)
+}
+
+// register inserts one to three handelingen in one transaction (same tsreg: ties by id), of
+// tx if given, else of a new one.
+func (h *history) register(tx *sqlx.Tx) {
+	h.t.Helper()
+	if tx == nil {
+		var err error
+		if tx, err = h.e.db.Beginx(); err != nil {
+			h.fail("%v", err)
+		}
+		defer func() {
+			if err := tx.Commit(); err != nil {
+				h.fail("register: %v", err)
+			}
+		}()
+	}
+	for range 1 + h.r.IntN(3) {
+		h.nextID++
+		soort := "VERHUIZING"
+		if h.r.IntN(10) == 0 {
+			soort = InitieleVulling
+		} else if h.r.IntN(15) == 0 {
+			soort = "ANDERE_SOORT"
+		}
+		var personen []int64
+		for range h.r.IntN(4) { // 0 to 3 persons of 6: chains, multi-person, none
+			if p := int64(1 + h.r.IntN(6)); !slices.Contains(personen, p) {
+				personen = append(personen, p)
+			}
+		}
+		if _, err := tx.Exec(`
+			with a as (insert into admhnd (id, soort, tsreg) values ($1, $2, now()) returning id)
+			insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($3::bigint[])`,
+			h.nextID, soort, pq.Array(personen)); err != nil {
+			h.fail("register: %v", err)
+		}
+		h.did("register %d %s %v (late: %v)", h.nextID, soort, personen, tx == h.late)
+	}
+}
+
+// lateWriter begins a bijhouding transaction that registers later (its handelingen get its
+// start as tsreg, older than what others register meanwhile), or commits the open one.
+func (h *history) lateWriter() {
+	h.t.Helper()
+	if h.late == nil {
+		tx, err := h.e.db.Beginx()
+		if err != nil {
+			h.fail("%v", err)
+		}
+		if _, err := tx.Exec(`select now()`); err != nil { // the transaction starts now
+			h.fail("%v", err)
+		}
+		h.late, h.lateAt = tx, h.step+5+h.r.IntN(20)
+		h.did("late writer begins")
+		return
+	}
+	if h.step < h.lateAt {
+		return
+	}
+	h.register(h.late)
+	if err := h.late.Commit(); err != nil {
+		h.fail("late writer: %v", err)
+	}
+	h.late = nil
+}
+
+// pick returns up to n ids of query's result (ordered by id), chosen by the history's seed.
+func (h *history) pick(n int, query string) []int64 {
+	h.t.Helper()
+	var ids []int64
+	if err := h.e.db.Select(&ids, query+` order by id`); err != nil {
+		h.fail("%v", err)
+	}
+	h.r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	return ids[:min(n, len(ids))]
+}
+
+// finish sets some handelingen in levering to status, as a consumer would.
+func (h *history) finish(status string) {
+	h.t.Helper()
+	ids := h.pick(1+h.r.IntN(3), `select id from admhnd where statuslev = 'in_levering'`)
+	if _, err := h.e.db.Exec(`
+		update admhnd set statuslev = $1, tslev = case when $1 = 'geleverd' then now() end,
+		       foutreden = case when $1 = 'fout' then 'test' end
+		where id = any($2)`, status, pq.Array(ids)); err != nil {
+		h.fail("finish: %v", err)
+	}
+	h.did("%s %v", status, ids)
+}
+
+// operator retries or releases a fout handeling as operate does.
+func (h *history) operator(action string) {
+	h.t.Helper()
+	query := `update admhnd set statuslev = null, foutreden = null, vrijgegeven = null, tspub = null where id = any($1)`
+	ids := h.pick(1, `select id from admhnd where statuslev = 'fout'`)
+	if action == "release" {
+		query = `update admhnd set vrijgegeven = now() where id = any($1)`
+		ids = h.pick(1, `select id from admhnd where statuslev = 'fout' and vrijgegeven is null`)
+	}
+	if _, err := h.e.db.Exec(query, pq.Array(ids)); err != nil {
+		h.fail("%s: %v", action, err)
+	}
+	h.did("%s %v", action, ids)
+}
+
+// round checks what the next round must publish against the reference, then runs it.
+func (h *history) round() {
+	h.t.Helper()
+	if h.small {
+		got := h.e.round()
+		h.did("round published %v", got)
+		h.rounds++
+		h.published += len(got)
+		if overtook := h.overtaking(got); len(overtook) > 0 {
+			h.fail("round published %v overtaking older open handelingen of their persons: %v\n%s\nhistory:\n%s",
+				got, overtook, h.dump(), strings.Join(h.ops, "\n"))
+		}
+		return
+	}
+	want := h.reference()
+	got := h.e.round()
+	h.did("round published %v", got)
+	h.rounds++
+	h.published += len(got)
+	if !slices.Equal(got, want) {
+		h.fail("round published %v, the reference model says %v\n%s\nhistory:\n%s", got, want, h.dump(),
+			strings.Join(h.ops, "\n"))
+	}
+}
+
+// overtaking returns "published>older" for every handeling of published that has an older
+// open handeling of one of its persons: to be delivered, in levering (published in an
+// earlier round), or fout and not released under the strict policy.
+func (h *history) overtaking(published []int64) []string {
+	h.t.Helper()
+	var out []string
+	if err := h.e.db.Select(&out, `
+		select distinct a.id || '>' || b.id
+		from admhnd a
+		join admhnd_persoon ap on ap.admhnd_id = a.id
+		join admhnd_persoon bp on bp.persoon_id = ap.persoon_id and bp.admhnd_id <> a.id
+		join admhnd b on b.id = bp.admhnd_id
+		where a.id = any($1) and (b.tsreg, b.id) < (a.tsreg, a.id)
+		  and ((b.statuslev is null and b.soort <> all($2))
+		       or (b.statuslev = 'in_levering' and b.id <> all($1))
+		       or ($3 and b.statuslev = 'fout' and b.vrijgegeven is null))`,
+		pq.Array(published), pq.Array(h.cfg.Excluded), h.cfg.FoutPolicy == Strict); err != nil {
+		h.fail("%v", err)
+	}
+	return out
+}
+
+// reference is Select over every handeling still to be delivered below the horizon, with the
+// persons blocked by handelingen in levering and by fout ones that hold their persons back.
+func (h *history) reference() []int64 {
+	h.t.Helper()
+	ctx := context.Background()
+	horizon, err := readHorizon(ctx, h.e.db)
+	if err != nil {
+		h.fail("%v", err)
+	}
+	type row struct {
+		ID       int64          `db:"id"`
+		Soort    string         `db:"soort"`
+		Status   sql.NullString `db:"statuslev"`
+		Released bool           `db:"released"`
+		Personen pq.Int64Array  `db:"personen"`
+	}
+	var rows []row
+	if err := h.e.db.Select(&rows, `
+		select a.id, a.soort, a.statuslev, a.vrijgegeven is not null as released,
+		       coalesce((select array_agg(persoon_id order by persoon_id) from admhnd_persoon where admhnd_id = a.id), '{}') as personen
+		from admhnd a where a.tsreg < $1 or a.statuslev is not null
+		order by a.tsreg, a.id`, horizon); err != nil {
+		h.fail("%v", err)
+	}
+	var candidates []Candidate
+	blocked := map[int64]struct{}{}
+	inLevering := 0
+	for _, x := range rows {
+		switch {
+		case x.Status.String == "in_levering":
+			inLevering++
+			for _, p := range x.Personen {
+				blocked[p] = struct{}{}
+			}
+		case x.Status.String == "fout" && h.cfg.FoutPolicy == Strict && !x.Released:
+			for _, p := range x.Personen {
+				blocked[p] = struct{}{}
+			}
+		case !x.Status.Valid && !slices.Contains(h.cfg.Excluded, x.Soort):
+			candidates = append(candidates, Candidate{ID: x.ID, Personen: x.Personen})
+		}
+	}
+	var want []int64
+	for _, c := range Select(candidates, blocked, h.cfg.MaxInLevering-inLevering) {
+		want = append(want, c.ID)
+	}
+	return want
+}
+
+// dump shows the handelingen and the publisher's view of them, for a failure message.
+func (h *history) dump() string {
+	type row struct {
+		ID   int64  `db:"id"`
+		Line string `db:"line"`
+	}
+	var rows []row
+	if err := h.e.db.Select(&rows, `
+		select a.id, format('%s %s %s rel=%s persons=%s', a.id, a.soort, coalesce(a.statuslev, 'NULL'),
+		       a.vrijgegeven is not null,
+		       (select array_agg(persoon_id order by persoon_id) from admhnd_persoon where admhnd_id = a.id)) as line
+		from admhnd a order by a.tsreg, a.id`); err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, r := range rows {
+		state := "not in the view"
+		if v := h.e.pub.view; v != nil {
+			if e, ok := v.byID[r.ID]; ok {
+				state = fmt.Sprintf("in the view: heads %d of %d", e.heads, len(e.personen))
+			}
+		}
+		lines = append(lines, r.Line+" | "+state)
+	}
+	return strings.Join(lines, "\n")
+}
