@@ -18,6 +18,7 @@ import (
 	"github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/tcp"
 )
 
@@ -258,7 +259,7 @@ func (c *Conn) guard(ctx context.Context, what string, fn func() error) error {
 func sendOpts(m Message) []func(*frame.Frame) error {
 	opts := []func(*frame.Frame) error{
 		stomp.SendOpt.Header("persistent", "true"),
-		stomp.SendOpt.Header("admhnd-id", strconv.FormatInt(m.AdmhndID, 10)),
+		stomp.SendOpt.Header(handeling.IDHeader, strconv.FormatInt(m.AdmhndID, 10)),
 	}
 	for k, v := range m.Header {
 		opts = append(opts, stomp.SendOpt.Header(k, v))
@@ -395,7 +396,7 @@ func (s *Subscription) pump(in <-chan *stomp.Message) {
 		case m.Err != nil:
 			err = m.Err
 		default:
-			id, _ := strconv.ParseInt(m.Header.Get("admhnd-id"), 10, 64)
+			id, _ := strconv.ParseInt(m.Header.Get(handeling.IDHeader), 10, 64)
 			s.c <- &Delivery{MessageID: m.Header.Get(frame.MessageId), AdmhndID: id, Body: m.Body, msg: m}
 		}
 	}

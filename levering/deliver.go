@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 )
 
 type outcome int
@@ -50,11 +51,11 @@ const deliverSQL = `
 			from admhnd_persoon where admhnd_id = any($1) group by admhnd_id
 		), u as (
 			update admhnd a set
-				statuslev = case when p.personen is null then 'fout' else 'geleverd' end,
+				statuslev = case when p.personen is null then ` + handeling.FoutSQL + ` else ` + handeling.GeleverdSQL + ` end,
 				tslev = case when p.personen is null then a.tslev else now() end,
 				foutreden = case when p.personen is null then $2 else a.foutreden end
 			from l left join p on p.admhnd_id = l.id
-			where a.id = l.id and (l.tslev is null or l.statuslev = 'in_levering')
+			where a.id = l.id and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
 			returning a.id, a.statuslev, a.tslev
 		)
 		select l.id, l.soort, l.tsreg, coalesce(p.personen, '{}'), u.statuslev, u.tslev
@@ -89,19 +90,19 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 	for rows.Next() {
 		v := &Verzending{}
 		var personen pq.Int64Array
-		var status sql.NullString
+		var status handeling.Status
 		var tslev sql.NullTime
 		if err := rows.Scan(&v.ID, &v.Soort, &v.Tsreg, &personen, &status, &tslev); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("deliver: %w", err)
 		}
 		v.Personen = []int64(personen)
-		switch status.String {
-		case "geleverd":
+		switch status {
+		case handeling.Geleverd:
 			res[v.ID] = delivered
 			v.Tslev = tslev.Time
 			found[v.ID] = v
-		case "fout":
+		case handeling.Fout:
 			res[v.ID] = markedFout
 		default:
 			res[v.ID] = duplicate

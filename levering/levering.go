@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/prepared"
@@ -29,12 +30,12 @@ import (
 
 // Config configures a Consumer. Zero fields take the documented defaults.
 type Config struct {
-	// Queue is the publication queue. Default /queue/brp.levering.admhndpublicatie.
+	// Queue is the publication queue. Default handeling.PublicationQueue.
 	Queue string
-	// VerzendingQueue receives delivered handelingen. Default /queue/brp.levering.verzending.
+	// VerzendingQueue receives delivered handelingen. Default handeling.VerzendingQueue.
 	VerzendingQueue string
 	// DeadLetterQueue receives publications that cannot be read (bad input), with the reason
-	// in a header. Default /queue/brp.levering.admhndpublicatie.dlq.
+	// in a header. Default handeling.DeadLetterQueue.
 	DeadLetterQueue string
 	// Workers is how many batches this process handles at once. Default 2.
 	Workers int
@@ -97,13 +98,13 @@ var ErrConfig = errors.New("levering: invalid config")
 
 func (c *Config) setDefaults() {
 	if c.Queue == "" {
-		c.Queue = "/queue/brp.levering.admhndpublicatie"
+		c.Queue = handeling.PublicationQueue
 	}
 	if c.VerzendingQueue == "" {
-		c.VerzendingQueue = "/queue/brp.levering.verzending"
+		c.VerzendingQueue = handeling.VerzendingQueue
 	}
 	if c.DeadLetterQueue == "" {
-		c.DeadLetterQueue = "/queue/brp.levering.admhndpublicatie.dlq"
+		c.DeadLetterQueue = handeling.DeadLetterQueue
 	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
@@ -174,18 +175,15 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	return c, nil
 }
 
-// MetricsNamespace prefixes every metric of the service.
-const MetricsNamespace = "brp_levering"
-
 func (c *Consumer) register(reg prometheus.Registerer) {
 	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: name, Help: help},
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: name, Help: help},
 			func() float64 { return float64(v.Load()) })
 	}
-	c.processing = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: MetricsNamespace,
+	c.processing = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: handeling.MetricsNamespace,
 		Name: "processing_duration_seconds", Help: "Time to handle one batch of publications, from receipt to commit.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
-	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
+	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "reconnects_total",
 		Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"})
 	for _, d := range []string{"database", "broker"} {
 		c.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
@@ -199,17 +197,17 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 		counter("fout_total", "Handelingen set fout (known errors) by this process.", &c.fout),
 		counter("set_aside_total", "Unreadable publications sent to the dead-letter queue.", &c.parked),
 		counter("stuck_batches_total", "Batches handed back because a worker held them longer than the batch timeout.", &c.stuck),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "batch_age_seconds",
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "batch_age_seconds",
 			Help: "How long the oldest batch this process holds has been in hand; 0 while it holds none."},
 			func() float64 { return c.oldestBatch().Seconds() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "broker_connected",
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "broker_connected",
 			Help: "1 while the consumer is subscribed to the publication queue."}, func() float64 {
 			if c.connected.Load() {
 				return 1
 			}
 			return 0
 		}),
-		c.processing, c.reconnects, broker.NodeCollector(MetricsNamespace, c.subs, c.sends))
+		c.processing, c.reconnects, broker.NodeCollector(handeling.MetricsNamespace, c.subs, c.sends))
 }
 
 // Connected reports whether the consumer is subscribed to the publication queue now.
@@ -457,27 +455,21 @@ func (c *Consumer) fill(sub *broker.Subscription, m *broker.Delivery, ok bool) (
 	}
 }
 
-// publication is the body of a message on the publication queue.
-type publication struct {
-	ID       *int64  `json:"id"`
-	Personen []int64 `json:"personen"`
-}
-
 // errBadInput marks a publication that can never be processed; it is set aside.
 var errBadInput = errors.New("bad publication")
 
 func parse(m *broker.Delivery) (int64, error) {
-	var p publication
-	if err := json.Unmarshal(m.Body, &p); err != nil {
-		return 0, fmt.Errorf("%w: body is not a publication: %s", errBadInput, jsonProblem(err))
-	}
-	if p.ID == nil {
+	p, err := handeling.DecodePublication(m.Body)
+	if errors.Is(err, handeling.ErrNoID) {
 		return 0, fmt.Errorf("%w: body has no id", errBadInput)
 	}
-	if h := m.Header("admhnd-id"); h != "" && h != strconv.FormatInt(*p.ID, 10) {
-		return 0, fmt.Errorf("%w: admhnd-id header %q differs from body id %d", errBadInput, h, *p.ID)
+	if err != nil {
+		return 0, fmt.Errorf("%w: body is not a publication: %s", errBadInput, jsonProblem(err))
 	}
-	return *p.ID, nil
+	if h := m.Header(handeling.IDHeader); h != "" && h != strconv.FormatInt(p.ID, 10) {
+		return 0, fmt.Errorf("%w: %s header %q differs from body id %d", errBadInput, handeling.IDHeader, h, p.ID)
+	}
+	return p.ID, nil
 }
 
 // jsonProblem says what is wrong with a body without quoting it: encoding/json's errors quote

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
 )
 
 // Errors of the operator actions; test with errors.Is.
@@ -43,9 +45,9 @@ type Waiting struct {
 // FoutDetail is one handeling as ShowFout sees it.
 type FoutDetail struct {
 	Fout
-	// Statuslev is the handeling's status now: "fout", or after a retry "" (NULL),
-	// "in_levering" or "geleverd".
-	Statuslev string `json:"statuslev"`
+	// Statuslev is the handeling's status now: handeling.Fout, or after a retry TeLeveren ("",
+	// NULL), InLevering or Geleverd.
+	Statuslev handeling.Status `json:"statuslev"`
 	// Audit is the handeling's operator actions, oldest first.
 	Audit []Action `json:"audit"`
 	// HeldBack lists (up to MaxHeldBack, oldest first) the later handelingen of its persons,
@@ -76,7 +78,7 @@ func listFout(ctx context.Context, q sqlx.QueryerContext, limit int) ([]Fout, er
 		select a.id, a.soort, a.tsreg, coalesce(a.foutreden, ''), a.vrijgegeven,
 		       array(select persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
 		from admhnd a
-		where a.statuslev = 'fout'
+		where a.statuslev = `+handeling.FoutSQL+`
 		order by a.tsreg desc, a.id desc
 		limit $1`, limit)
 	if err != nil {
@@ -139,7 +141,7 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 			where mine.admhnd_id = $1 and (w.tsreg, w.id) > ($2, $1) and w.soort <> all($3::text[])
 		)`
 	d.HeldBack = []Waiting{}
-	if d.Statuslev == "fout" && d.Vrijgegeven == nil && cfg.FoutPolicy == "strict" {
+	if d.Statuslev == handeling.Fout && d.Vrijgegeven == nil && cfg.FoutPolicy == handeling.Strict {
 		rows, err := tx.QueryContext(ctx, later+`
 			select id, soort, tsreg, count(*) over () from later where statuslev is null
 			order by tsreg, id limit $4`, id, d.Tsreg, pq.Array(cfg.Excluded), MaxHeldBack)
@@ -159,7 +161,7 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 		}
 	}
 	if err := tx.GetContext(ctx, &d.Overtaken, later+`
-		select count(*) from later where statuslev in ('in_levering', 'geleverd')`,
+		select count(*) from later where statuslev in (`+handeling.InLeveringSQL+`, `+handeling.GeleverdSQL+`)`,
 		id, d.Tsreg, pq.Array(cfg.Excluded)); err != nil {
 		return d, fmt.Errorf("show %d: overtaken: %w", id, err)
 	}
@@ -192,8 +194,8 @@ func Release(ctx context.Context, db *sqlx.DB, id int64, door, note string) erro
 			return err
 		}
 		// The schema's trigger wakes the publisher only on a statuslev change; release does not
-		// change it, so notify its channel (publicatie.NotifyChannel) here.
-		_, err := tx.ExecContext(ctx, `select pg_notify('brp_levering', '')`)
+		// change it, so notify its channel here.
+		_, err := tx.ExecContext(ctx, `select pg_notify($1, '')`, handeling.NotifyChannel)
 		return err
 	})
 }
@@ -211,7 +213,7 @@ func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
 		return fmt.Errorf("%s %d: begin: %w", actie, id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	var status sql.NullString
+	var status handeling.Status
 	var released bool
 	err = tx.QueryRowxContext(ctx, `select statuslev, vrijgegeven is not null from admhnd where id = $1 for update`, id).
 		Scan(&status, &released)
@@ -221,9 +223,9 @@ func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
 	if err != nil {
 		return fmt.Errorf("%s %d: %w", actie, id, err)
 	}
-	if status.String != "fout" {
-		s := status.String
-		if !status.Valid {
+	if status != handeling.Fout {
+		s := string(status)
+		if status == handeling.TeLeveren {
 			s = "te leveren (NULL)"
 		}
 		return fmt.Errorf("%s %d: %w: it is %s", actie, id, ErrNotFout, s)

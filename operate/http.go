@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/operate/access"
 )
 
@@ -172,6 +173,10 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"since": func(now, t time.Time) string {
 		return FormatAge(now.Sub(t).Seconds())
 	},
+	// The statuses, for comparisons: {{if eq .Statuslev statusFout}}.
+	"statusInLevering": func() handeling.Status { return handeling.InLevering },
+	"statusGeleverd":   func() handeling.Status { return handeling.Geleverd },
+	"statusFout":       func() handeling.Status { return handeling.Fout },
 }).Parse(templates))
 
 // formatNum groups digits by three with thin spaces: 1 234 567.

@@ -19,18 +19,20 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
 )
 
 // OverviewConfig says how the publisher is configured: the overview judges backlog and blocked
 // persons by the same rules. The zero value is the publisher's default configuration.
 type OverviewConfig struct {
 	// Excluded are the soorten never delivered: not backlog, never blocking. Nil means
-	// {"GBA_INITIELE_VULLING"}; an empty non-nil slice excludes nothing.
+	// handeling.DefaultExcluded(); an empty non-nil slice excludes nothing.
 	Excluded []string
-	// FoutPolicy is "strict" (an unreleased fout handeling holds back its persons) or "skip".
-	// Empty means "strict".
-	FoutPolicy string
-	// Cluster is the polling cluster whose lease is shown. Empty means "default".
+	// FoutPolicy is handeling.Strict (an unreleased fout handeling holds back its persons) or
+	// handeling.Skip. Empty means Strict.
+	FoutPolicy handeling.FoutPolicy
+	// Cluster is the polling cluster whose lease is shown. Empty means handeling.Cluster.
 	Cluster string
 }
 
@@ -40,16 +42,16 @@ var ErrConfig = errors.New("operate: invalid config")
 // withDefaults fills in the defaults and checks the policy.
 func (c OverviewConfig) withDefaults() (OverviewConfig, error) {
 	if c.Excluded == nil {
-		c.Excluded = []string{"GBA_INITIELE_VULLING"}
+		c.Excluded = handeling.DefaultExcluded()
 	}
 	if c.FoutPolicy == "" {
-		c.FoutPolicy = "strict"
+		c.FoutPolicy = handeling.Strict
 	}
 	if c.Cluster == "" {
-		c.Cluster = "default"
+		c.Cluster = handeling.Cluster
 	}
-	if c.FoutPolicy != "strict" && c.FoutPolicy != "skip" {
-		return c, fmt.Errorf("%w: FoutPolicy %q must be strict or skip", ErrConfig, c.FoutPolicy)
+	if !c.FoutPolicy.Valid() {
+		return c, fmt.Errorf("%w: FoutPolicy %q must be %s or %s", ErrConfig, c.FoutPolicy, handeling.Strict, handeling.Skip)
 	}
 	return c, nil
 }
@@ -57,10 +59,10 @@ func (c OverviewConfig) withDefaults() (OverviewConfig, error) {
 // Overview is the state of the publication at one moment (one database snapshot).
 type Overview struct {
 	// GeneratedAt is the database clock at the snapshot; every age is measured from it.
-	GeneratedAt time.Time `json:"generated_at"`
-	Cluster     string    `json:"cluster"`
-	FoutPolicy  string    `json:"fout_policy"`
-	Excluded    []string  `json:"excluded"`
+	GeneratedAt time.Time            `json:"generated_at"`
+	Cluster     string               `json:"cluster"`
+	FoutPolicy  handeling.FoutPolicy `json:"fout_policy"`
+	Excluded    []string             `json:"excluded"`
 	// Backlog counts handelingen still to be delivered: statuslev NULL, soort not excluded.
 	Backlog int64 `json:"backlog"`
 	// InLevering counts handelingen published and not yet confirmed by a consumer.
@@ -86,7 +88,7 @@ type Overview struct {
 	// Fouten lists up to MaxFouten fout handelingen, newest (tsreg, id) first.
 	Fouten []Fout `json:"fouten"`
 	// Lease is the cluster's publication lease.
-	Lease Lease `json:"lease"`
+	Lease handeling.Lease `json:"lease"`
 }
 
 // Undelivered is a handeling not yet delivered.
@@ -96,8 +98,8 @@ type Undelivered struct {
 	Tsreg time.Time `json:"tsreg"`
 	// AgeSeconds is GeneratedAt - Tsreg.
 	AgeSeconds float64 `json:"age_seconds"`
-	// Statuslev is "" (NULL: te leveren) or "in_levering".
-	Statuslev string `json:"statuslev"`
+	// Statuslev is handeling.TeLeveren ("", NULL) or handeling.InLevering.
+	Statuslev handeling.Status `json:"statuslev"`
 }
 
 // BlockedPerson is a person that cannot receive new handelingen now while some wait.
@@ -105,8 +107,8 @@ type BlockedPerson struct {
 	PersoonID int64 `json:"persoon_id"`
 	// BlockingID is the person's oldest handeling in levering or (strict policy) unreleased fout.
 	BlockingID int64 `json:"blocking_id"`
-	// BlockingStatus is "in_levering" or "fout".
-	BlockingStatus string `json:"blocking_status"`
+	// BlockingStatus is handeling.InLevering or handeling.Fout.
+	BlockingStatus handeling.Status `json:"blocking_status"`
 	// Why reads "in levering since 12s" or "fout: <foutreden>".
 	Why string `json:"why"`
 	// Waiting counts the person's handelingen still to be delivered (soort not excluded).
@@ -122,18 +124,6 @@ type Fout struct {
 	// Vrijgegeven is when an operator released it; nil while not released.
 	Vrijgegeven *time.Time `json:"vrijgegeven"`
 	Personen    []int64    `json:"personen"`
-}
-
-// Lease is a polling cluster's lease as the database sees it.
-type Lease struct {
-	Cluster string `json:"cluster"`
-	// Holder is the leading instance; "" when nobody holds the lease.
-	Holder string `json:"holder"`
-	// Epoch grows by one on every takeover.
-	Epoch int64 `json:"epoch"`
-	// SecondsSinceActivity is the time since the cluster's last polling activity, -1 if never.
-	// A follower takes over after the publisher's wartezeit (at least 10 s) of silence.
-	SecondsSinceActivity float64 `json:"seconds_since_activity"`
 }
 
 // Limits of the overview's lists.
@@ -165,9 +155,9 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	err = tx.QueryRowxContext(ctx, `
 		select now(),
 		       (select count(*) from admhnd where statuslev is null and soort <> all($1::text[])),
-		       (select count(*) from admhnd where statuslev = 'in_levering'),
-		       (select count(*) from admhnd where statuslev = 'fout'),
-		       (select count(*) from admhnd where statuslev = 'geleverd')`, excluded).
+		       (select count(*) from admhnd where statuslev = `+handeling.InLeveringSQL+`),
+		       (select count(*) from admhnd where statuslev = `+handeling.FoutSQL+`),
+		       (select count(*) from admhnd where statuslev = `+handeling.GeleverdSQL+`)`, excluded).
 		Scan(&o.GeneratedAt, &o.Backlog, &o.InLevering, &o.Fout, &o.Geleverd)
 	if err != nil {
 		return o, fmt.Errorf("overview: counts: %w", err)
@@ -175,12 +165,12 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 
 	// Deliveries per minute. Without an index on tslev this is a sequential scan of admhnd too
 	// (100 ms for 2 million rows); with an index on admhnd (tslev) where statuslev = 'geleverd'
-	// it reads only the last 10 minutes (under 1 ms).
+	// (migration 0005) it reads only the last 10 minutes (under 1 ms).
 	o.DeliveredPerMinute = make([]int64, 10)
 	rows, err := tx.QueryContext(ctx, `
 		select least(9, greatest(0, floor(extract(epoch from now() - tslev) / 60)))::int, count(*)
 		from admhnd
-		where statuslev = 'geleverd' and tslev > now() - interval '10 minutes'
+		where statuslev = `+handeling.GeleverdSQL+` and tslev > now() - interval '10 minutes'
 		group by 1`)
 	if err != nil {
 		return o, fmt.Errorf("overview: deliveries per minute: %w", err)
@@ -207,7 +197,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 			 where statuslev is null and soort <> all($1::text[]) order by tsreg, id limit 1)
 			union all
 			(select id, soort, tsreg, statuslev from admhnd
-			 where statuslev = 'in_levering' order by tsreg, id limit 1)
+			 where statuslev = `+handeling.InLeveringSQL+` order by tsreg, id limit 1)
 		) o
 		order by tsreg, id limit 1`, excluded).
 		Scan(&old.ID, &old.Soort, &old.Tsreg, &old.AgeSeconds, &old.Statuslev)
@@ -225,23 +215,21 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	if o.Fouten, err = listFout(ctx, tx, MaxFouten); err != nil {
 		return o, err
 	}
-	if o.Lease, err = readLease(ctx, tx, cfg.Cluster); err != nil {
-		return o, err
+	if o.Lease, err = handeling.ReadLease(ctx, tx, cfg.Cluster); err != nil {
+		return o, fmt.Errorf("overview: %w", err)
 	}
 	return o, nil
 }
 
-// readBlocked lists the persons held up now: those with a handeling in levering or (strict)
-// an unreleased fout one, and at least one waiting handeling. The blocking handelingen are few
+// readBlocked lists the persons held up now: those of a handeling that holds back its persons
+// by the publisher's own rule (handeling.BlocksSQL: in levering, or under the strict policy an
+// unreleased fout one) with at least one waiting handeling. The blocking handelingen are few
 // (at most MAXINLEVERING plus the fout ones); each person's waiting ones are counted through
 // admhnd_persoon's persoon index.
 func readBlocked(ctx context.Context, q sqlx.QueryerContext, cfg OverviewConfig, limit int) ([]BlockedPerson, int64, error) {
 	rows, err := q.QueryContext(ctx, `
 		with blocking as (
-			select id, tsreg, statuslev, foutreden, tspub from admhnd where statuslev = 'in_levering'
-			union all
-			select id, tsreg, statuslev, foutreden, tspub from admhnd
-			where $2 and statuslev = 'fout' and vrijgegeven is null
+			select id, tsreg, statuslev, foutreden, tspub from admhnd where `+handeling.BlocksSQL("$2")+`
 		), per_person as (
 			select distinct on (p.persoon_id) p.persoon_id, b.id, b.tsreg, b.statuslev,
 			       coalesce(b.foutreden, '') as foutreden,
@@ -258,7 +246,7 @@ func readBlocked(ctx context.Context, q sqlx.QueryerContext, cfg OverviewConfig,
 		) w
 		where w.n > 0
 		order by pp.tsreg, pp.id, pp.persoon_id
-		limit $3`, pq.Array(cfg.Excluded), cfg.FoutPolicy == "strict", limit)
+		limit $3`, pq.Array(cfg.Excluded), cfg.FoutPolicy == handeling.Strict, limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("overview: blocked persons: %w", err)
 	}
@@ -273,9 +261,9 @@ func readBlocked(ctx context.Context, q sqlx.QueryerContext, cfg OverviewConfig,
 			return nil, 0, fmt.Errorf("overview: blocked persons: %w", err)
 		}
 		switch {
-		case b.BlockingStatus == "fout" && reden != "":
+		case b.BlockingStatus == handeling.Fout && reden != "":
 			b.Why = "fout: " + reden
-		case b.BlockingStatus == "fout":
+		case b.BlockingStatus == handeling.Fout:
 			b.Why = "fout"
 		case since >= 0:
 			b.Why = "in levering since " + FormatAge(since)
@@ -288,20 +276,6 @@ func readBlocked(ctx context.Context, q sqlx.QueryerContext, cfg OverviewConfig,
 		return nil, 0, fmt.Errorf("overview: blocked persons: %w", err)
 	}
 	return out, total, nil
-}
-
-// readLease reads a cluster's lease; a cluster without a row has no holder and no activity.
-func readLease(ctx context.Context, q sqlx.QueryerContext, cluster string) (Lease, error) {
-	l := Lease{Cluster: cluster, SecondsSinceActivity: -1}
-	err := q.QueryRowxContext(ctx, `
-		select holder, epoch,
-		       case when heartbeat = '-infinity' then -1
-		            else extract(epoch from now() - heartbeat)::float8 end
-		from publicatie_lease where cluster = $1`, cluster).Scan(&l.Holder, &l.Epoch, &l.SecondsSinceActivity)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return l, fmt.Errorf("overview: lease: %w", err)
-	}
-	return l, nil
 }
 
 func closeRows(rows *sql.Rows) error {

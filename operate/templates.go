@@ -82,7 +82,7 @@ footer{color:var(--muted);font-size:12px;margin-top:16px}
  <dt>Handeling</dt><dd><a href="/fout/{{.ID}}">{{.ID}}</a> · {{.Soort}}</dd>
  <dt>Registered</dt><dd>{{ts .Tsreg}}</dd>
  <dt>Age</dt><dd><b>{{age .AgeSeconds}}</b></dd>
- <dt>Status</dt><dd>{{if eq .Statuslev "in_levering"}}<span class="badge warn">in levering</span>{{else}}<span class="badge idle">te leveren</span>{{end}}</dd>
+ <dt>Status</dt><dd>{{if eq .Statuslev statusInLevering}}<span class="badge warn">in levering</span>{{else}}<span class="badge idle">te leveren</span>{{end}}</dd>
 </dl>{{else}}<span class="muted">Nothing to deliver: everything not excluded is geleverd or fout.</span>{{end}}
 </div></section>
 
@@ -107,7 +107,7 @@ footer{color:var(--muted);font-size:12px;margin-top:16px}
 <section><h2>Blocked persons<span class="count">{{num .O.BlockedTotal}}{{if gt .O.BlockedTotal (int64 (len .O.Blocked))}} · showing {{len .O.Blocked}}{{end}}</span></h2>
 {{if .O.Blocked}}<table><thead><tr><th>Persoon</th><th>Held by handeling</th><th>Why</th><th class="num">Waiting</th></tr></thead><tbody>
 {{range .O.Blocked}}<tr><td>{{.PersoonID}}</td><td><a href="/fout/{{.BlockingID}}">{{.BlockingID}}</a></td>
-<td>{{if eq .BlockingStatus "fout"}}<span class="reason">{{.Why}}</span>{{else}}{{.Why}}{{end}}</td><td class="num">{{num .Waiting}}</td></tr>
+<td>{{if eq .BlockingStatus statusFout}}<span class="reason">{{.Why}}</span>{{else}}{{.Why}}{{end}}</td><td class="num">{{num .Waiting}}</td></tr>
 {{end}}</tbody></table>{{else}}<div class="empty">No person is held up: every waiting handeling can be published.</div>{{end}}
 </section>
 <footer>Retry puts a handeling back to be delivered in its place; release lets the persons' later handelingen pass it (strict policy). Both are recorded with who did it. · <a href="/overview.json">overview.json</a></footer>
@@ -127,10 +127,10 @@ footer{color:var(--muted);font-size:12px;margin-top:16px}
  <dt>Registered</dt><dd>{{ts .D.Tsreg}}</dd>
  <dt>Personen</dt><dd>{{with .D.Personen}}{{join .}}{{else}}<span class="muted">none</span>{{end}}</dd>
  {{if .D.Foutreden}}<dt>Reason</dt><dd class="reason">{{.D.Foutreden}}</dd>{{end}}
- {{if eq .D.Statuslev "fout"}}<dt>Released</dt><dd>{{with .D.Vrijgegeven}}<span class="badge ok">released</span> {{tsp .}}{{else}}<span class="badge bad">no</span>{{end}}</dd>{{end}}
+ {{if eq .D.Statuslev statusFout}}<dt>Released</dt><dd>{{with .D.Vrijgegeven}}<span class="badge ok">released</span> {{tsp .}}{{else}}<span class="badge bad">no</span>{{end}}</dd>{{end}}
 </dl></div></section>
 
-{{if eq .D.Statuslev "fout"}}<section><h2>Operator commands</h2>
+{{if eq .D.Statuslev statusFout}}<section><h2>Operator commands</h2>
 {{if .D.Overtaken}}<div class="note"><span class="badge warn">note</span> {{.D.Overtaken}} later handeling(en) of its persons are already in levering or geleverd: a retry delivers this one after them.</div>{{end}}
 <div class="body"><code class="cmd">publicatie fout retry {{.D.ID}} --door NAME --note "..."</code>
 {{if not .D.Vrijgegeven}}<code class="cmd">publicatie fout release {{.D.ID}} --door NAME --note "..."</code>{{end}}</div></section>{{end}}
@@ -138,7 +138,7 @@ footer{color:var(--muted);font-size:12px;margin-top:16px}
 <section><h2>Held back by this handeling<span class="count">{{num .D.HeldBackTotal}}{{if gt .D.HeldBackTotal (int64 (len .D.HeldBack))}} · showing {{len .D.HeldBack}}{{end}}</span></h2>
 {{if .D.HeldBack}}<table><thead><tr><th>Handeling</th><th>Soort</th><th>Registered</th></tr></thead><tbody>
 {{range .D.HeldBack}}<tr><td>{{.ID}}</td><td>{{.Soort}}</td><td>{{ts .Tsreg}}</td></tr>
-{{end}}</tbody></table>{{else}}<div class="empty">It holds nothing back{{if eq .D.Statuslev "fout"}}{{if .D.Vrijgegeven}} (released){{end}}{{end}}.</div>{{end}}
+{{end}}</tbody></table>{{else}}<div class="empty">It holds nothing back{{if eq .D.Statuslev statusFout}}{{if .D.Vrijgegeven}} (released){{end}}{{end}}.</div>{{end}}
 </section>
 
 <section><h2>Operator history<span class="count">{{len .D.Audit}}</span></h2>
@@ -149,7 +149,7 @@ footer{color:var(--muted);font-size:12px;margin-top:16px}
 </main></body></html>
 {{end}}
 
-{{define "statuslev"}}{{if eq . "fout"}}<span class="badge bad">fout</span>{{else if eq . "geleverd"}}<span class="badge ok">geleverd</span>{{else if eq . "in_levering"}}<span class="badge warn">in levering</span>{{else}}<span class="badge idle">te leveren</span>{{end}}{{end}}
+{{define "statuslev"}}{{if eq . statusFout}}<span class="badge bad">fout</span>{{else if eq . statusGeleverd}}<span class="badge ok">geleverd</span>{{else if eq . statusInLevering}}<span class="badge warn">in levering</span>{{else}}<span class="badge idle">te leveren</span>{{end}}{{end}}
 
 {{define "error"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8">{{if .Refresh}}<meta http-equiv="refresh" content="5">{{end}}

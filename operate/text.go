@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode"
+
+	"github.com/brp/levering/handeling"
 )
 
 // The text that CLI writes: the publication at a glance, the fout list and one fout handeling.
@@ -31,7 +33,7 @@ func writeStatus(w io.Writer, o Overview) {
 	fmt.Fprintf(w, "fout                   %*d\n\n", width, o.Fout)
 	if h := o.Oldest; h != nil {
 		state := "te leveren"
-		if h.Statuslev == "in_levering" {
+		if h.Statuslev == handeling.InLevering {
 			state = "in levering"
 		}
 		fmt.Fprintf(w, "oldest undelivered  %d %s, registered %s, age %s, %s\n", h.ID, clean(h.Soort), h.Tsreg.Local().Format(tsFormat), FormatAge(h.AgeSeconds), state)
@@ -98,8 +100,8 @@ func writeFoutTable(w io.Writer, fs []Fout, reasonWidth int) {
 
 // writeFoutDetail writes "publicatie fout show ID".
 func writeFoutDetail(w io.Writer, d FoutDetail) {
-	status := d.Statuslev
-	if status == "" {
+	status := string(d.Statuslev)
+	if d.Statuslev == handeling.TeLeveren {
 		status = "te leveren (NULL)"
 	}
 	personen := JoinIDs(d.Personen, ",")
@@ -115,7 +117,7 @@ func writeFoutDetail(w io.Writer, d FoutDetail) {
 	if d.Foutreden != "" {
 		fmt.Fprintf(tw, "reason\t%s\n", clean(d.Foutreden))
 	}
-	if d.Statuslev == "fout" {
+	if d.Statuslev == handeling.Fout {
 		released := "no"
 		if d.Vrijgegeven != nil {
 			released = d.Vrijgegeven.Local().Format(tsFormat)
@@ -138,7 +140,7 @@ func writeFoutDetail(w io.Writer, d FoutDetail) {
 		}
 		fmt.Fprintf(w, "  %s  %s by %s%s\n", a.Op.Local().Format(tsFormat), a.Actie, clean(a.Door), note)
 	}
-	if d.Statuslev == "fout" {
+	if d.Statuslev == handeling.Fout {
 		fmt.Fprintln(w, "\ncommands")
 		if d.Overtaken > 0 {
 			fmt.Fprintf(w, "  note: %d later handeling(en) of its persons are already in levering or geleverd;\n  a retry delivers this one after them.\n", d.Overtaken)

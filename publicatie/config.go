@@ -15,17 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
-)
-
-// FoutPolicy says whether a handeling in 'fout' holds back later handelingen of its persons.
-type FoutPolicy string
-
-const (
-	// Strict (the default) holds later handelingen of a fout handeling's persons back until an
-	// operator retries or releases it: per-person order is never broken silently.
-	Strict FoutPolicy = "strict"
-	// Skip lets later handelingen pass a fout one (what the BRP code does).
-	Skip FoutPolicy = "skip"
+	"github.com/brp/levering/handeling"
 )
 
 // Config configures a Publisher. Zero fields take the documented defaults.
@@ -42,18 +32,19 @@ type Config struct {
 	ViewSize int
 	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
 	MaxInLevering int
-	// Queue is the publication queue. Default /queue/brp.levering.admhndpublicatie.
+	// Queue is the publication queue. Default handeling.PublicationQueue.
 	Queue string
 	// RedeliveryTimeout is how long a handeling may stay in_levering before the publisher puts
 	// it on the queue again (its message was lost or dead-lettered). Consumers absorb the
 	// duplicate if the first message was only slow. Default DefaultRedeliveryTimeout.
 	RedeliveryTimeout time.Duration
 	// Excluded lists soorten that are never published and never block anyone.
-	// Nil means the default {GBA_INITIELE_VULLING}; an empty non-nil slice excludes nothing.
+	// Nil means handeling.DefaultExcluded(); an empty non-nil slice excludes nothing.
 	Excluded []string
-	// FoutPolicy decides whether fout handelingen block their persons. Default Strict.
-	FoutPolicy FoutPolicy
-	// Cluster names the polling cluster whose lease this publisher competes for. Default "default".
+	// FoutPolicy decides whether fout handelingen block their persons. Default handeling.Strict.
+	FoutPolicy handeling.FoutPolicy
+	// Cluster names the polling cluster whose lease this publisher competes for. Default
+	// handeling.Cluster ("default").
 	Cluster string
 	// Wartezeit is how long the cluster's polling activity may be silent before a follower takes
 	// over. Default max(2*Delay, 10s); at least 10s.
@@ -97,13 +88,6 @@ const DefaultViewSize = 100_000
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
 const MinWartezeit = 10 * time.Second
 
-// InitieleVulling is the soort of an initial load: excluded by default, and left out of the
-// selection's index (schema migration 0006).
-const InitieleVulling = "GBA_INITIELE_VULLING"
-
-// DefaultExcluded are the soorten excluded when Config.Excluded is nil.
-var DefaultExcluded = []string{InitieleVulling}
-
 func (c *Config) setDefaults() {
 	if c.Delay == 0 {
 		c.Delay = 5 * time.Second
@@ -118,19 +102,19 @@ func (c *Config) setDefaults() {
 		c.ViewSize = DefaultViewSize
 	}
 	if c.Queue == "" {
-		c.Queue = "/queue/brp.levering.admhndpublicatie"
+		c.Queue = handeling.PublicationQueue
 	}
 	if c.RedeliveryTimeout == 0 {
 		c.RedeliveryTimeout = DefaultRedeliveryTimeout
 	}
 	if c.Excluded == nil {
-		c.Excluded = DefaultExcluded
+		c.Excluded = handeling.DefaultExcluded()
 	}
 	if c.FoutPolicy == "" {
-		c.FoutPolicy = Strict
+		c.FoutPolicy = handeling.Strict
 	}
 	if c.Cluster == "" {
-		c.Cluster = "default"
+		c.Cluster = handeling.Cluster
 	}
 	if c.Wartezeit == 0 {
 		c.Wartezeit = max(2*c.Delay, MinWartezeit)
@@ -156,8 +140,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: MaxInLevering %d must be positive", ErrConfig, c.MaxInLevering)
 	case c.RedeliveryTimeout < 0:
 		return fmt.Errorf("%w: RedeliveryTimeout %v must be positive", ErrConfig, c.RedeliveryTimeout)
-	case c.FoutPolicy != Strict && c.FoutPolicy != Skip:
-		return fmt.Errorf("%w: FoutPolicy %q must be %q or %q", ErrConfig, c.FoutPolicy, Strict, Skip)
+	case !c.FoutPolicy.Valid():
+		return fmt.Errorf("%w: FoutPolicy %q must be %q or %q", ErrConfig, c.FoutPolicy, handeling.Strict, handeling.Skip)
 	case c.Wartezeit < MinWartezeit:
 		return fmt.Errorf("%w: Wartezeit %v must be at least %v", ErrConfig, c.Wartezeit, MinWartezeit)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/handeling"
 )
 
 // ErrLostLease means the round's fence found that another instance holds the lease now; the
@@ -22,16 +24,6 @@ type lease struct {
 	cluster   string
 	holder    string
 	wartezeit time.Duration
-}
-
-// LeaseState is the cluster's lease as the database sees it.
-type LeaseState struct {
-	Cluster string `json:"cluster"`
-	Holder  string `json:"holder"`
-	Epoch   int64  `json:"epoch"`
-	// SinceActivity is the time since the cluster's last polling activity; negative infinity
-	// (no activity ever) is reported as -1.
-	SinceActivity float64 `json:"seconds_since_activity"`
 }
 
 func (l *lease) ensureRow(ctx context.Context) error {
@@ -110,17 +102,8 @@ func (l *lease) release(ctx context.Context, epoch int64) error {
 }
 
 // state reads the cluster's lease.
-func (l *lease) state(ctx context.Context) (LeaseState, error) {
-	s := LeaseState{Cluster: l.cluster}
-	err := l.db.QueryRowxContext(ctx, `
-		select holder, epoch,
-		       case when heartbeat = '-infinity' then -1
-		            else extract(epoch from now() - heartbeat)::float8 end
-		from publicatie_lease where cluster = $1`, l.cluster).Scan(&s.Holder, &s.Epoch, &s.SinceActivity)
-	if isNoRows(err) {
-		s.SinceActivity = -1
-		return s, nil
-	}
+func (l *lease) state(ctx context.Context) (handeling.Lease, error) {
+	s, err := handeling.ReadLease(ctx, l.db, l.cluster)
 	if err != nil {
 		return s, fmt.Errorf("lease: state: %w", err)
 	}

@@ -7,10 +7,9 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// MetricsNamespace prefixes every metric of the service.
-const MetricsNamespace = "brp_levering"
+	"github.com/brp/levering/handeling"
+)
 
 type metrics struct {
 	published    prometheus.Counter
@@ -27,25 +26,25 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		published: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "published_total",
+		published: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "published_total",
 			Help: "Handelingen put on the publication queue by committed rounds of this process (first publication)."}),
-		republished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "republished_total",
+		republished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "republished_total",
 			Help: "Handelingen published again after the redelivery timeout."}),
-		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "publication_rounds_total",
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publication_rounds_total",
 			Help: "Publication rounds by result: committed, empty, failed, fenced."}, []string{"result"}),
-		roundTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: MetricsNamespace, Name: "publication_round_duration_seconds",
+		roundTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: handeling.MetricsNamespace, Name: "publication_round_duration_seconds",
 			Help: "Duration of publication rounds that published something.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "publicatie_leader",
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_leader",
 			Help: "1 while this process holds its cluster's lease (or runs standalone), else 0."}),
-		yields: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "lease_yields_total",
+		yields: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "lease_yields_total",
 			Help: "Times this process handed its lease over because its rounds made no progress for wartezeit."}),
-		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "reconnects_total",
+		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "reconnects_total",
 			Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"}),
-		taken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "publicatie_view_taken_total",
+		taken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_taken_total",
 			Help: "Handelingen taken into the leader's view of open work: intake (new ones after the stand) or nakomer (appeared below it: registered late, retried, or not marked)."}, []string{"source"}),
-		viewSize: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: "publicatie_view_handelingen",
+		viewSize: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_handelingen",
 			Help: "Handelingen in the leader's view of open work (at most ViewSize); 0 on followers."}),
-		viewRebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "publicatie_view_rebuilds_total",
+		viewRebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_rebuilds_total",
 			Help: "Times the leader's view of open work disagreed with the database and was built again."}),
 	}
 	if reg != nil {
@@ -83,7 +82,7 @@ type BacklogCollector struct {
 // maxInLevering the publisher's cap on handelingen in levering (reported as it is).
 func NewBacklogCollector(db *sqlx.DB, excluded []string, maxInLevering int) *BacklogCollector {
 	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(MetricsNamespace, "", name), help, nil, nil)
+		return prometheus.NewDesc(prometheus.BuildFQName(handeling.MetricsNamespace, "", name), help, nil, nil)
 	}
 	return &BacklogCollector{db: db, excluded: excluded, maxInLevering: maxInLevering,
 		backlog:    d("backlog_handelingen", "Handelingen still to be delivered (statuslev NULL, soort not excluded)."),
@@ -110,14 +109,7 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.maxInLev, prometheus.GaugeValue, float64(c.maxInLevering))
 	var backlog, inLev, fout, unreleased int64
 	var oldest float64
-	err := c.db.QueryRowxContext(ctx, `select
-		(select count(*) from admhnd where statuslev is null and soort <> all($1::text[])),
-		(select count(*) from admhnd where statuslev = 'in_levering'),
-		(select count(*) from admhnd where statuslev = 'fout'),
-		(select count(*) from admhnd where statuslev = 'fout' and vrijgegeven is null),
-		coalesce(extract(epoch from now() - (
-			select min(tsreg) from admhnd where (statuslev is null and soort <> all($1::text[])) or statuslev = 'in_levering'
-		))::float8, 0)`, pq.Array(c.excluded)).Scan(&backlog, &inLev, &fout, &unreleased, &oldest)
+	err := c.db.QueryRowxContext(ctx, backlogSQL, pq.Array(c.excluded)).Scan(&backlog, &inLev, &fout, &unreleased, &oldest)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
@@ -129,3 +121,14 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.unreleased, prometheus.GaugeValue, float64(unreleased))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest)
 }
+
+// backlogSQL is the scrape's one statement; $1 are the excluded soorten.
+const backlogSQL = `select
+		(select count(*) from admhnd where statuslev is null and soort <> all($1::text[])),
+		(select count(*) from admhnd where statuslev = ` + handeling.InLeveringSQL + `),
+		(select count(*) from admhnd where statuslev = ` + handeling.FoutSQL + `),
+		(select count(*) from admhnd where statuslev = ` + handeling.FoutSQL + ` and vrijgegeven is null),
+		coalesce(extract(epoch from now() - (
+			select min(tsreg) from admhnd
+			where (statuslev is null and soort <> all($1::text[])) or statuslev = ` + handeling.InLeveringSQL + `
+		))::float8, 0)`

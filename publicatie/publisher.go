@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/prepared"
@@ -86,7 +87,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(broker.NodeCollector(MetricsNamespace, dialer))
+		cfg.Registerer.MustRegister(broker.NodeCollector(handeling.MetricsNamespace, dialer))
 	}
 	return &Publisher{
 		cfg:    cfg,
@@ -123,7 +124,7 @@ func (p *Publisher) RoundsCommitted() int64 { return p.rounds.Load() }
 
 // Status is what an operator needs to know about this publisher and its cluster.
 type Status struct {
-	LeaseState
+	handeling.Lease
 	Instance   string `json:"instance"`
 	Leader     bool   `json:"leader"`
 	Standalone bool   `json:"standalone"`
@@ -132,7 +133,7 @@ type Status struct {
 // Status reads the cluster's lease and says whether this instance leads.
 func (p *Publisher) Status(ctx context.Context) (Status, error) {
 	ls, err := p.lease.state(ctx)
-	return Status{LeaseState: ls, Instance: p.cfg.Instance, Leader: p.Leader(), Standalone: p.cfg.Standalone}, err
+	return Status{Lease: ls, Instance: p.cfg.Instance, Leader: p.Leader(), Standalone: p.cfg.Standalone}, err
 }
 
 // Run publishes until ctx ends, then hands the lease over and returns nil. Database and broker
@@ -203,9 +204,6 @@ func (p *Publisher) checkHorizonPrivilege(ctx context.Context) {
 	}
 }
 
-// NotifyChannel is the channel the schema's triggers notify on.
-const NotifyChannel = "brp_levering"
-
 // listen turns the database's notifications into wake-ups. pq.Listener reconnects by itself;
 // after a reconnect it delivers a nil notification, which also wakes the publisher, so
 // nothing missed during the gap waits longer than one round.
@@ -223,7 +221,7 @@ func (p *Publisher) listen(ctx context.Context) {
 		}
 	})
 	defer l.Close()
-	if err := l.Listen(NotifyChannel); err != nil {
+	if err := l.Listen(handeling.NotifyChannel); err != nil {
 		p.log.Warn("cannot listen for notifications; rounds run every delay", slog.Any("error", err))
 	}
 	var pinging atomic.Bool
@@ -400,12 +398,6 @@ func (p *Publisher) shutdown() {
 	}
 }
 
-// publication is the body of a message on the publication queue (CONTRACT.md section 3).
-type publication struct {
-	ID       int64   `json:"id"`
-	Personen []int64 `json:"personen"`
-}
-
 // round is one publication round, in one database transaction: count what is in flight, read
 // the oldest candidates, keep those that overtake nobody, mark them in_levering, send them (and
 // any whose earlier message was lost) in one broker transaction and, only if the lease is
@@ -465,7 +457,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 			}
 		}
 		candidates = v.readyCandidates(window(budget))
-		blocked, err := readBlocked(ctx, q, p.cfg.FoutPolicy == Strict)
+		blocked, err := readBlocked(ctx, q, p.cfg.FoutPolicy == handeling.Strict)
 		if err != nil {
 			return 0, false, dbErr(err)
 		}
@@ -500,7 +492,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 			if !batch.ok[c.ID] {
 				continue
 			}
-			body, err := json.Marshal(publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
+			body, err := json.Marshal(handeling.Publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
 			if err != nil {
 				return 0, false, fmt.Errorf("encode publication %d: %w", c.ID, err)
 			}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
 )
 
 // TestSelectionMatchesReferenceOnRandomHistories runs random histories (registrations with
@@ -53,12 +55,12 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 			r := rand.New(rand.NewPCG(seed, stream))
 			cfg := base(r)
 			cfg.MaxInLevering, cfg.RedeliveryTimeout = 2+r.IntN(8), time.Hour
-			cfg.FoutPolicy = []FoutPolicy{Strict, Skip}[r.IntN(2)]
+			cfg.FoutPolicy = []handeling.FoutPolicy{handeling.Strict, handeling.Skip}[r.IntN(2)]
 			switch r.IntN(3) {
 			case 1:
 				cfg.Excluded = []string{}
 			case 2:
-				cfg.Excluded = []string{"ANDERE_SOORT", InitieleVulling}
+				cfg.Excluded = []string{"ANDERE_SOORT", handeling.InitieleVulling}
 			}
 			e := newRoundEnv(t, cfg)
 			h := &history{t: t, e: e, r: r, cfg: e.pub.Config(), small: small}
@@ -170,7 +172,7 @@ func (h *history) register(tx *sqlx.Tx) {
 		h.nextID++
 		soort := "VERHUIZING"
 		if h.r.IntN(10) == 0 {
-			soort = InitieleVulling
+			soort = handeling.InitieleVulling
 		} else if h.r.IntN(15) == 0 {
 			soort = "ANDERE_SOORT"
 		}
@@ -296,7 +298,7 @@ func (h *history) overtaking(published []int64) []string {
 		  and ((b.statuslev is null and b.soort <> all($2))
 		       or (b.statuslev = 'in_levering' and b.id <> all($1))
 		       or ($3 and b.statuslev = 'fout' and b.vrijgegeven is null))`,
-		pq.Array(published), pq.Array(h.cfg.Excluded), h.cfg.FoutPolicy == Strict); err != nil {
+		pq.Array(published), pq.Array(h.cfg.Excluded), h.cfg.FoutPolicy == handeling.Strict); err != nil {
 		h.fail("%v", err)
 	}
 	return out
@@ -336,7 +338,7 @@ func (h *history) reference() []int64 {
 			for _, p := range x.Personen {
 				blocked[p] = struct{}{}
 			}
-		case x.Status.String == "fout" && h.cfg.FoutPolicy == Strict && !x.Released:
+		case x.Status.String == "fout" && h.cfg.FoutPolicy == handeling.Strict && !x.Released:
 			for _, p := range x.Personen {
 				blocked[p] = struct{}{}
 			}

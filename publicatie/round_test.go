@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/load"
@@ -215,9 +216,9 @@ func TestRoundMaxInLevering(t *testing.T) {
 func TestRoundFoutPolicy(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		policy FoutPolicy
+		policy handeling.FoutPolicy
 		want   []int64
-	}{{Strict, []int64{3}}, {Skip, []int64{2, 3}}} {
+	}{{handeling.Strict, []int64{3}}, {handeling.Skip, []int64{2, 3}}} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			t.Parallel()
 			e := newRoundEnv(t, Config{FoutPolicy: tc.policy})
@@ -385,7 +386,7 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	usesIndex("the default intake's generic plan", plan)
 	// Another list that excludes the initial load: planned with its values on every call.
 	plan = nil
-	other := pq.Array([]string{InitieleVulling, "ANDERE_SOORT"})
+	other := pq.Array([]string{handeling.InitieleVulling, "ANDERE_SOORT"})
 	if err := e.db.Select(&plan, `explain `+intakeSQL, time.Now(), "-infinity", 0, 5000, other); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/dbsession"
 )
 
@@ -84,7 +85,7 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 		stand = "-infinity"
 	}
 	query, args := intakeSQL, []any{horizon, stand, standID, limit, pq.Array(excluded)}
-	if len(excluded) == 1 && excluded[0] == InitieleVulling {
+	if handeling.IsDefaultExcluded(excluded) {
 		query, args = intakeDefaultSQL, args[:4]
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
@@ -113,13 +114,13 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 // The persons are read per handeling through a lateral subquery that the planner cannot
 // flatten (offset 0): one index probe per handeling, whatever the statistics say. Left to
 // itself, the planner hashes all of admhnd_persoon while the table is small.
-var intakeSQL = fmt.Sprintf(intakeTemplate, "soort <> all($5::text[])")
+var intakeSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedSQL("$5"))
 
-// intakeDefaultSQL is intakeSQL for the default exclusion, with that soort written in: the
-// index's own predicate, so that also the generic plan of the prepared statement uses the
-// index (with soort <> all($5) it sorted every candidate instead: measured). It is a constant
-// of this package, never input.
-var intakeDefaultSQL = fmt.Sprintf(intakeTemplate, "soort <> '"+InitieleVulling+"'")
+// intakeDefaultSQL is intakeSQL for the default exclusion, with that soort written in
+// (handeling.NotExcludedDefaultSQL): the index's own predicate, so that also the generic plan
+// of the prepared statement uses the index (with soort <> all($5) it sorted every candidate
+// instead: measured). It is a constant, never input.
+var intakeDefaultSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedDefaultSQL)
 
 const intakeTemplate = `
 		with n as (
@@ -174,16 +175,17 @@ func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{
 	return blocked, nil
 }
 
-// blockedSQL reads the persons of the handelingen in levering (at most MAXINLEVERING), of the
-// fout ones that hold their persons back and of those recorded in publicatie_nakomer, one
-// index probe per handeling. All of them, not only the candidates' persons: in a prepared plan a
-// filter "= any($array)" is a linear search per row, which a handeling of 100,000 persons in
-// flight would turn into 10^8 comparisons per round.
-const blockedSQL = `
+// blockedSQL reads the persons of the handelingen that hold their persons back
+// (handeling.BlocksSQL: in levering, at most MAXINLEVERING, or fout and unreleased under the
+// strict policy) and of those recorded in publicatie_nakomer, one index probe per handeling.
+// All of them, not only the candidates' persons: in a prepared plan a filter "= any($array)"
+// is a linear search per row, which a handeling of 100,000 persons in flight would turn into
+// 10^8 comparisons per round.
+var blockedSQL = `
 		select distinct p.persoon_id
 		from (
 			select id from admhnd
-			where statuslev = 'in_levering' or ($1 and statuslev = 'fout' and vrijgegeven is null)
+			where ` + handeling.BlocksSQL("$1") + `
 			union all
 			select admhnd_id from publicatie_nakomer
 		) a cross join lateral (
@@ -224,7 +226,7 @@ func readChecksum(ctx context.Context, q querier, excluded []string, tsreg time.
 		stand = "-infinity"
 	}
 	query, args := checksumSQL, []any{stand, id, pq.Array(excluded)}
-	if len(excluded) == 1 && excluded[0] == InitieleVulling {
+	if handeling.IsDefaultExcluded(excluded) {
 		query, args = checksumDefaultSQL, args[:2]
 	}
 	if err := q.QueryRowContext(ctx, query, args...).Scan(&n, &xor); err != nil {
@@ -234,8 +236,8 @@ func readChecksum(ctx context.Context, q querier, excluded []string, tsreg time.
 }
 
 var (
-	checksumSQL        = fmt.Sprintf(checksumTemplate, "soort <> all($3::text[])")
-	checksumDefaultSQL = fmt.Sprintf(checksumTemplate, "soort <> '"+InitieleVulling+"'")
+	checksumSQL        = fmt.Sprintf(checksumTemplate, handeling.NotExcludedSQL("$3"))
+	checksumDefaultSQL = fmt.Sprintf(checksumTemplate, handeling.NotExcludedDefaultSQL)
 )
 
 const checksumTemplate = `
@@ -251,7 +253,7 @@ func readStale(ctx context.Context, q querier, timeout time.Duration, limit int)
 const staleSQL = `
 		with c as (
 			select id, tsreg from admhnd
-			where statuslev = 'in_levering' and coalesce(tspub, '-infinity') < now() - make_interval(secs => $1)
+			where statuslev = ` + handeling.InLeveringSQL + ` and coalesce(tspub, '-infinity') < now() - make_interval(secs => $1)
 			order by tsreg, id
 			limit $2
 		)
@@ -290,7 +292,7 @@ func countInLevering(ctx context.Context, q querier) (int, error) {
 	return n, nil
 }
 
-const countInLeveringSQL = `select count(*) from admhnd where statuslev = 'in_levering'`
+const countInLeveringSQL = `select count(*) from admhnd where statuslev = ` + handeling.InLeveringSQL
 
 // addRow adds one (handeling, person) row of a query ordered by handeling.
 func addRow(cs []Candidate, id int64, persoon sql.NullInt64) []Candidate {
@@ -315,7 +317,7 @@ func touchStale(ctx context.Context, q querier, ids []int64) (map[int64]bool, er
 const touchStaleSQL = `
 		update admhnd set tspub = now()
 		where id in (
-			select id from admhnd where id = any($1) and statuslev = 'in_levering'
+			select id from admhnd where id = any($1) and statuslev = ` + handeling.InLeveringSQL + `
 			for update skip locked)
 		returning id`
 
@@ -330,7 +332,7 @@ func markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool
 }
 
 const markSQL = `
-		update admhnd set statuslev = 'in_levering', tspub = now()
+		update admhnd set statuslev = ` + handeling.InLeveringSQL + `, tspub = now()
 		where id in (
 			select id from admhnd where id = any($1) and statuslev is null
 			for update skip locked)

@@ -38,7 +38,7 @@ func TestTwoPublishersStartedTogetherOnlyOnePublishes(t *testing.T) {
 	}
 	sl, sf := status(t, leader), status(t, follower)
 	if !sl.Leader || sf.Leader || sl.Holder != sl.Instance || sf.Holder != sl.Instance || sl.Epoch < 1 ||
-		sl.Cluster != "default" || sl.SinceActivity < 0 || sl.SinceActivity > wartezeit.Seconds() {
+		sl.Cluster != "default" || sl.SecondsSinceActivity < 0 || sl.SecondsSinceActivity > wartezeit.Seconds() {
 		t.Fatalf("status documents: leader %+v, follower %+v", sl, sf)
 	}
 }

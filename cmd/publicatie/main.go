@@ -20,6 +20,7 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/operate"
@@ -47,15 +48,14 @@ type config struct {
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"false"`
 }
 
-type foutPolicy publicatie.FoutPolicy
+type foutPolicy handeling.FoutPolicy
 
 func (f *foutPolicy) Decode(v string) error {
-	switch p := publicatie.FoutPolicy(v); p {
-	case publicatie.Strict, publicatie.Skip:
+	if p := handeling.FoutPolicy(v); p.Valid() {
 		*f = foutPolicy(p)
 		return nil
 	}
-	return fmt.Errorf("expected strict or skip")
+	return fmt.Errorf("expected %s or %s", handeling.Strict, handeling.Skip)
 }
 
 type clusterName string
@@ -142,7 +142,7 @@ func door() string {
 }
 
 func (cfg config) overview() operate.OverviewConfig {
-	return operate.OverviewConfig{Excluded: []string(cfg.Excluded), FoutPolicy: string(cfg.FoutPolicy), Cluster: string(cfg.Cluster)}
+	return operate.OverviewConfig{Excluded: []string(cfg.Excluded), FoutPolicy: handeling.FoutPolicy(cfg.FoutPolicy), Cluster: string(cfg.Cluster)}
 }
 
 // migrate runs without statement and lock timeouts: a migration may build an index on a large
@@ -213,7 +213,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		ViewSize:          int(cfg.ViewSize),
 		Queue:             string(cfg.Queue),
 		Excluded:          cfg.Excluded,
-		FoutPolicy:        publicatie.FoutPolicy(cfg.FoutPolicy),
+		FoutPolicy:        handeling.FoutPolicy(cfg.FoutPolicy),
 		Cluster:           string(cfg.Cluster),
 		Wartezeit:         time.Duration(cfg.Wartezeit),
 		Standalone:        bool(cfg.Standalone),

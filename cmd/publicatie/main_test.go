@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/operate"
 )
@@ -57,5 +59,18 @@ func TestExitCode(t *testing.T) {
 		if got := exitCode(c.err); got != c.want {
 			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
 		}
+	}
+}
+
+// The environment's defaults are the contract's (handeling).
+func TestDefaultsAreTheContracts(t *testing.T) {
+	want := map[string]string{
+		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE":      handeling.PublicationQueue,
+		"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED":   handeling.InitieleVulling,
+		"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY": string(handeling.Strict),
+		"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER":    handeling.Cluster,
+	}
+	for _, d := range setup.DefaultsDiffer(config{}, want) {
+		t.Error(d)
 	}
 }

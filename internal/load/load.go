@@ -11,6 +11,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
 )
 
 // Handeling is one administratieve handeling with its bijgehouden personen.
@@ -40,8 +42,8 @@ type Spec struct {
 	HotShare, HotPersons float64
 }
 
-// ExcludedSoort is the default excluded soort.
-const ExcludedSoort = "GBA_INITIELE_VULLING"
+// ExcludedSoort is the default excluded soort (handeling.InitieleVulling).
+const ExcludedSoort = handeling.InitieleVulling
 
 // Generate returns the workload: ids ascending, tsreg strictly ascending by 1 ms except that
 // every tenth handeling shares its tsreg with the previous one (ties are ordered by id).

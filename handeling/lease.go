@@ -1,0 +1,42 @@
+package handeling
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Lease is a polling cluster's publication lease (table publicatie_lease) as the database
+// sees it: publicatie's Status and operate's overview both read it with ReadLease.
+type Lease struct {
+	Cluster string `json:"cluster"`
+	// Holder is the leading instance; "" when nobody holds the lease.
+	Holder string `json:"holder"`
+	// Epoch grows by one on every takeover; a round commits only under the current one.
+	Epoch int64 `json:"epoch"`
+	// SecondsSinceActivity is the time since the cluster's last polling activity, -1 if never
+	// (no row, or the lease handed over). A follower takes over after the publisher's
+	// wartezeit (at least 10 s) of silence.
+	SecondsSinceActivity float64 `json:"seconds_since_activity"`
+}
+
+// RowQueryer runs a query that returns one row: a *sql.DB, *sqlx.DB or a transaction.
+type RowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ReadLease reads cluster's lease; a cluster without a row has no holder, epoch 0 and no
+// activity.
+func ReadLease(ctx context.Context, q RowQueryer, cluster string) (Lease, error) {
+	l := Lease{Cluster: cluster, SecondsSinceActivity: -1}
+	err := q.QueryRowContext(ctx, `
+		select holder, epoch,
+		       case when heartbeat = '-infinity' then -1
+		            else extract(epoch from now() - heartbeat)::float8 end
+		from publicatie_lease where cluster = $1`, cluster).Scan(&l.Holder, &l.Epoch, &l.SecondsSinceActivity)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Lease{Cluster: cluster, SecondsSinceActivity: -1}, fmt.Errorf("read lease: %w", err)
+	}
+	return l, nil
+}
