@@ -171,7 +171,7 @@ func runGray(b testing.TB, f grayFault, n int) grayResult {
 		leaderEnv = append(leaderEnv, target...)
 	}
 	g.leader = g.w.publisherProc(b, "publicatie-leader", pub, leaderEnv...)
-	g.leader.WaitLog("became leader", time.Minute)
+	g.leader.WaitLeader(time.Minute)
 	g.follower = g.w.publisherProc(b, "publicatie-follower", pub, info)
 	for i := range 3 {
 		env := []string{info}
