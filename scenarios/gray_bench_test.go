@@ -3,8 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -34,10 +32,7 @@ import (
 //
 // Timing goals are reported here, not asserted: the scenario tests assert what must hold.
 func BenchmarkGrayFailures(b *testing.B) {
-	n := 240_000
-	if v, err := strconv.Atoi(os.Getenv("BRP_GRAY_N")); err == nil && v > 0 {
-		n = v
-	}
+	n := envInt("BRP_GRAY_N", 240_000)
 	for _, f := range grayFaults {
 		b.Run(f.name, func(b *testing.B) {
 			for b.Loop() {
