@@ -82,7 +82,7 @@ func TestBrowserRendersStatusPage(t *testing.T) {
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = $1 where id = 4242`, reden)
 	pki, ops := brptest.NewPKI(t, "operators CA"), brptest.NewOperators(t)
 	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), brptest.Env(dbURL, brptest.NewQueues(t), ops.Env(pki)...)...)
-	pub.WaitLog("became leader", time.Minute)
+	pub.WaitLeader(time.Minute)
 	addr := pub.OperateAddr()
 	authed := "https://" + url.UserPassword(ops.User, ops.Password).String() + "@" + addr
 	trust := "--ignore-certificate-errors-spki-list=" + pki.ServerSPKI()

@@ -109,7 +109,7 @@ func TestPublisherKilledAfterBrokerCommit(t *testing.T) {
 	}
 	// Its replacement takes the lease once wartezeit has passed, then finishes the work.
 	b := w.publisherProc(t, "publicatie-b", bin)
-	b.WaitLog("became leader", wartezeit+30*time.Second)
+	b.WaitLeader(wartezeit + 30*time.Second)
 	w.verify(t)
 }
 

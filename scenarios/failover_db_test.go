@@ -155,9 +155,9 @@ func TestDatabaseFailoverAsynchronousLosesLastCommits(t *testing.T) {
 	// the lost timeline) waits for the redelivery timeout: shorter here than the default 60 s.
 	redelivery := "BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT=10"
 	a := f.publisherProc(t, "publicatie-a", bin, redelivery)
-	a.WaitLog("became leader", 20*time.Second)
+	a.WaitLeader(20 * time.Second)
 	b := f.publisherProc(t, "publicatie-b", bin, redelivery)
-	b.WaitLog("publisher started", 20*time.Second)
+	b.WaitReady(20 * time.Second)
 	for i := range 3 {
 		f.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), brptest.Build(t, "cmd/mutatielevering"))
 	}

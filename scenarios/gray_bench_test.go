@@ -3,8 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -34,10 +32,7 @@ import (
 //
 // Timing goals are reported here, not asserted: the scenario tests assert what must hold.
 func BenchmarkGrayFailures(b *testing.B) {
-	n := 240_000
-	if v, err := strconv.Atoi(os.Getenv("BRP_GRAY_N")); err == nil && v > 0 {
-		n = v
-	}
+	n := envInt("BRP_GRAY_N", 240_000)
 	for _, f := range grayFaults {
 		b.Run(f.name, func(b *testing.B) {
 			for b.Loop() {
@@ -171,7 +166,7 @@ func runGray(b testing.TB, f grayFault, n int) grayResult {
 		leaderEnv = append(leaderEnv, target...)
 	}
 	g.leader = g.w.publisherProc(b, "publicatie-leader", pub, leaderEnv...)
-	g.leader.WaitLog("became leader", time.Minute)
+	g.leader.WaitLeader(time.Minute)
 	g.follower = g.w.publisherProc(b, "publicatie-follower", pub, info)
 	for i := range 3 {
 		env := []string{info}

@@ -157,11 +157,15 @@ func TestNetworkOfBrokers(t *testing.T) {
 					t.Fatalf("16 consumers with a random start, none on one of the brokers: %v", perNode)
 				}
 				c := w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), brptest.Build(t, "cmd/mutatielevering"), both)
-				l := c.WaitLog("connected to broker", 30*time.Second)
-				if l["verzending_addr"] != nw.A {
-					t.Fatalf("%s sends its verzending messages to %v, want %s (the first node)", c.Name, l["verzending_addr"], nw.A)
+				c.WaitReady(30 * time.Second)
+				r, err := c.Readiness(context.Background())
+				if err != nil {
+					t.Fatal(err)
 				}
-				n := fmt.Sprint(l["addr"])
+				if r.Body["verzending_node"] != nw.A {
+					t.Fatalf("%s sends its verzending messages to %v, want %s (the first node)", c.Name, r.Body["verzending_node"], nw.A)
+				}
+				n := fmt.Sprint(r.Body["broker_node"])
 				perNode[n] = append(perNode[n], c)
 			}
 			pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"), both)

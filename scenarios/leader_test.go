@@ -48,9 +48,9 @@ func TestLeaderKilledFollowerTakesOver(t *testing.T) {
 	w := newWorld(t, load.Spec{N: 5000, Personen: 500, Multi: 0.3, Excluded: 0.05, Seed: 2})
 	bin := brptest.Build(t, "cmd/publicatie")
 	a := w.publisherProc(t, "publicatie-a", bin, "BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING=200")
-	a.WaitLog("became leader", 20*time.Second)
+	a.WaitLeader(20 * time.Second)
 	b := w.publisherProc(t, "publicatie-b", bin, "BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING=200")
-	b.WaitLog("publisher started", 20*time.Second)
+	b.WaitReady(20 * time.Second)
 	// The consumers start only now, so that the leader dies while work flows but early in the
 	// run however fast this machine delivers.
 	w.consumers(t, 4, 2)
@@ -61,7 +61,7 @@ func TestLeaderKilledFollowerTakesOver(t *testing.T) {
 	if d := w.delivered(t); d >= 4000 {
 		t.Fatalf("%d of ~4750 already delivered when the leader was killed; the run is too short to test takeover", d)
 	}
-	took := lineTime(b.WaitLog("became leader", wartezeit+30*time.Second)).Sub(killed)
+	took := b.WaitLeader(wartezeit + 30*time.Second).Sub(killed)
 	t.Logf("takeover %v after kill -9 (wartezeit %v)", took.Round(time.Millisecond), wartezeit)
 	// Wartezeit after the leader's last activity, plus one follower poll (2 s), plus slack for
 	// a loaded machine.
@@ -79,7 +79,7 @@ func TestSplitBrainPausedLeaderCannotCommit(t *testing.T) {
 	// The leader stops itself (SIGSTOP) in its third round, after the broker commit and before
 	// the database commit: the worst moment, its messages are already on the queue.
 	a := w.publisherProc(t, "publicatie-a", bin, "BRP_FAULT=publicatie.after_broker_commit:stop:3")
-	a.WaitLog("became leader", 20*time.Second)
+	a.WaitLeader(20 * time.Second)
 	b := w.publisherProc(t, "publicatie-b", bin)
 	a.WaitLog("fault injected", 30*time.Second)
 	before := committedRounds(a)

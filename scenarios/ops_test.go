@@ -147,7 +147,7 @@ func TestSigtermDuringRunExitsCleanlyAndLosesNothing(t *testing.T) {
 	}
 	started := time.Now()
 	pub2 := w.publisherProc(t, "publicatie-2", pubBin)
-	pub2.WaitLog("became leader", wartezeit)
+	pub2.WaitLeader(wartezeit)
 	if took := time.Since(started); took > wartezeit/2 {
 		t.Fatalf("new publisher took %v to lead after a clean handover", took)
 	}

@@ -3,9 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -128,13 +126,6 @@ func BenchmarkWorkloadShapes(b *testing.B) {
 			}
 		})
 	}
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 // shapeRun is one shape's pipeline.

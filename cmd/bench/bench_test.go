@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,19 +145,6 @@ func TestQuick(t *testing.T) {
 	positive("ratio pipeline/raw single", r.Ratios.PipelineVsRawSingle)
 	positive("ratio pipeline/seed", r.Ratios.PipelineVsSeed)
 	positive("ratio scale", r.Ratios.ScaleLargestVsFirst)
-}
-
-func TestBucketQuantile(t *testing.T) {
-	bs := []bucket{{0.001, 0}, {0.002, 10}, {0.004, 30}, {0.008, 40}, {math.Inf(1), 40}}
-	for _, c := range []struct{ q, want float64 }{{0.25, 0.002}, {0.5, 0.003}, {0.75, 0.004}, {1, 0.008}} {
-		if got := bucketQuantile(c.q, bs); abs64(got-c.want) > 1e-9 {
-			t.Errorf("q%.2f = %v, want %v", c.q, got, c.want)
-		}
-	}
-	m := parseProm("# HELP x\nx_bucket{le=\"0.001\"} 1\nx_bucket{le=\"+Inf\"} 2\nx_sum 0.5\nx_count 2\n")
-	if bs, sum, count, ok := m.histogram("x"); !ok || len(bs) != 2 || sum != 0.5 || count != 2 {
-		t.Errorf("histogram: %v %v %v %v", bs, sum, count, ok)
-	}
 }
 
 func TestPercentile(t *testing.T) {

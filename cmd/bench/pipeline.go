@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 )
 
 // measureSpec is one run of the real processes over handelingen already in the database.
@@ -113,7 +114,7 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 	p := Pipeline{Label: s.label, Consumers: s.consumers, Seeded: len(s.hs), Expected: expected(s.hs), Extra: s.extra}
 	from, to := s.hs[0].ID, s.hs[len(s.hs)-1].ID
 	q := b.queues(s.label)
-	m0 := markCPU(b.brokerPID, b.pgPID)
+	m0 := b.cpuMark()
 	t0 := time.Now()
 	ps, err := b.start(s.label, s.consumers, q, s.extra...)
 	if err != nil {
@@ -123,7 +124,7 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 	stopped := false
 	defer func() {
 		if !stopped {
-			killAll(ps.all())
+			rig.KillAll(ps.all()...)
 		}
 	}()
 	deadline := t0.Add(b.o.phaseTimeout)
@@ -154,7 +155,7 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 		if s.window == 0 && c.geleverd+c.fout >= p.Expected {
 			break
 		}
-		if err := exitedEarly(ps); err != nil {
+		if err := rig.ExitedEarly(ps.all()...); err != nil {
 			p.Error = b.fail(s.label, err)
 			return p
 		}
@@ -166,14 +167,14 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 	}
 
 	// Right before stopping: metrics, peak RSS and CPU of every process.
-	pm, err := ps.pub.metrics(ctx)
+	pm, err := ps.pub.Metrics(ctx)
 	if err != nil {
 		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s: publisher metrics: %v", s.label, err))
 	}
 	var procSum, procCount float64
 	for _, c := range ps.cons {
-		if cm, err := c.metrics(ctx); err == nil {
-			if _, sum, count, ok := cm.histogram("brp_levering_processing_duration_seconds"); ok {
+		if cm, err := c.Metrics(ctx); err == nil {
+			if _, sum, count, ok := cm.Histogram("brp_levering_processing_duration_seconds"); ok {
 				procSum += sum
 				procCount += count
 			}
@@ -182,9 +183,9 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 	if procCount > 0 {
 		p.ConsumerBatchMean = round3(1000 * procSum / procCount)
 	}
-	cpu := markCPU(b.brokerPID, b.pgPID).since(m0)
+	cpu := b.cpuSince(m0)
 	for _, pr := range ps.all() {
-		st := pr.stat()
+		st := ProcStat{Name: pr.Name, PID: pr.PID(), PeakRSSMB: pr.PeakRSSMB(), CPUSeconds: pr.CPUSeconds()}
 		if pr == ps.pub {
 			cpu.Publisher += st.CPUSeconds
 		} else {
@@ -194,20 +195,20 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 	}
 	p.CPU = cpu
 	b.samplePSS()
-	p.Rounds = roundStats(pm, ps.pub.roundLines())
+	p.Rounds = roundStats(pm, roundLines(ps.pub))
 	p.Warnings = []string{}
 	for _, pr := range ps.all() {
-		for _, w := range pr.warningLines() {
-			p.Warnings = append(p.Warnings, pr.name+": "+w)
+		for _, w := range pr.Warnings() {
+			p.Warnings = append(p.Warnings, pr.Name+": "+w)
 		}
 	}
 	if len(p.Warnings) > 0 {
 		b.logf("%s: %d warnings, the first: %s", s.label, len(p.Warnings), p.Warnings[0])
 	}
-	stopErr := stopAll(ps.all())
+	stopErr := rig.StopAll(20*time.Second, ps.all()...)
 	stopped = true
 	for i, pr := range ps.all() {
-		p.Processes[i].ExitOK = pr.err == nil
+		p.Processes[i].ExitOK = pr.Err() == nil
 	}
 	if stopErr != nil {
 		msg := b.fail(s.label+": stop", stopErr)
@@ -254,7 +255,7 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 	p.Seconds = round3(p.Seconds)
 
 	// The afnemer's view, read after the measurement so that reading costs it nothing.
-	ids, err := b.drain(ctx, q.verzending, all)
+	ids, err := b.drain(ctx, q.Verzending, all)
 	if err != nil {
 		p.Error = b.fail(s.label+": read verzending", err)
 	}
@@ -271,8 +272,8 @@ func (b *bench) measure(ctx context.Context, s measureSpec) Pipeline {
 		b.fail(s.label, fmt.Errorf("%d excluded handelingen were touched", p.ExcludedTouched))
 	}
 	// What seed mode left in flight, and the dead-letter queue: emptied, not timed.
-	_, _ = b.drain(ctx, q.pub, 0)
-	_, _ = b.drain(ctx, q.dlq, 0)
+	_, _ = b.drain(ctx, q.Publicatie, 0)
+	_, _ = b.drain(ctx, q.DLQ, 0)
 	return p
 }
 
@@ -296,7 +297,7 @@ func (b *bench) chainPhase(ctx context.Context) []Chain {
 	stopped := false
 	defer func() {
 		if !stopped {
-			killAll(ps.all())
+			rig.KillAll(ps.all()...)
 		}
 	}()
 	if err := b.ready(ctx, ps); err != nil {
@@ -313,18 +314,18 @@ func (b *bench) chainPhase(ctx context.Context) []Chain {
 		out = append(out, c)
 	}
 	b.samplePSS()
-	if err := stopAll(ps.all()); err != nil {
+	if err := rig.StopAll(20*time.Second, ps.all()...); err != nil {
 		b.fail(label+": stop", err)
 	}
 	stopped = true
-	ids, err := b.drain(ctx, q.verzending, expected(all))
+	ids, err := b.drain(ctx, q.Verzending, expected(all))
 	if err != nil {
 		b.fail(label+": read verzending", err)
 	}
 	if rep := load.CheckOrder(ids, byID(all)); len(rep.Violations) > 0 {
 		b.fail(label, fmt.Errorf("per-person order violated: %v", rep.Violations))
 	}
-	_, _ = b.drain(ctx, q.pub, 0)
+	_, _ = b.drain(ctx, q.Publicatie, 0)
 	return out
 }
 
@@ -363,7 +364,7 @@ func (b *bench) chainRun(ctx context.Context, ps processes, label string, firstI
 		if cs.geleverd == b.o.chain {
 			break
 		}
-		if err := exitedEarly(ps); err != nil {
+		if err := rig.ExitedEarly(ps.all()...); err != nil {
 			c.Error = b.fail("chain "+label, err)
 			return c, hs
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/rig"
 	"github.com/brp/levering/levering"
 )
 
@@ -190,10 +191,10 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int, ackPerBa
 			if err != nil {
 				return fail(err)
 			}
-			ws = append(ws, worker{sub: sub, msgs: pump(sub, prefetch), send: send})
+			ws = append(ws, worker{sub: sub, msgs: rig.Pump(sub, prefetch), send: send})
 		}
 	}
-	m0 := markCPU(b.brokerPID, b.pgPID)
+	m0 := b.cpuMark()
 	var processed atomic.Int64
 	done := make(chan struct{})
 	var doneOnce sync.Once
@@ -226,7 +227,7 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int, ackPerBa
 		runErr = fmt.Errorf("%d of %d items after %v", processed.Load(), n, b.o.phaseTimeout)
 	}
 	el := time.Since(t0)
-	r.CPU = markCPU(b.brokerPID, b.pgPID).since(m0)
+	r.CPU = b.cpuSince(m0)
 	cancel()
 	for _, c := range conns {
 		c.Close()
@@ -253,22 +254,6 @@ func (b *bench) rawRun(ctx context.Context, idx, batch, goroutines int, ackPerBa
 	}
 	_, _ = b.drain(ctx, qin, 0)
 	return r
-}
-
-// pump moves a subscription's messages into a channel that holds prefetch of them, so that
-// go-stomp's single I/O loop never blocks handing a message over. Without it, workers that
-// acknowledge on the subscribing connection can deadlock: the I/O loop waits for a worker to
-// take a message (the subscription's channel holds 16), the workers wait in Ack for the I/O
-// loop to write (its write queue holds 20).
-func pump(sub *broker.Subscription, prefetch int) <-chan *broker.Delivery {
-	out := make(chan *broker.Delivery, 2*prefetch+16)
-	go func() {
-		defer close(out)
-		for m := range sub.C() {
-			out <- m
-		}
-	}()
-	return out
 }
 
 // prefill puts n persistent publications on queue, 100 per broker transaction.

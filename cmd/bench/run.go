@@ -6,13 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,10 +21,9 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
-	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 	"github.com/brp/levering/levering"
-	"github.com/brp/levering/schema"
 )
 
 // bench holds what every phase shares.
@@ -50,8 +46,6 @@ type bench struct {
 // workloadSeed makes every pipeline run get the same handelingen.
 const workloadSeed = 20260101
 
-var dbName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
 func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, error) {
 	var common setup.Common
 	if err := setup.Load(&common); err != nil {
@@ -60,9 +54,6 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (*Results, er
 	bcfg, err := common.Broker()
 	if err != nil {
 		return nil, err
-	}
-	if !dbName.MatchString(o.db) {
-		return nil, fmt.Errorf("-db %q: expected a lower-case SQL identifier", o.db)
 	}
 	b := &bench{o: o, stdout: stdout, stderr: stderr, bcfg: bcfg, serverURL: string(common.DatabaseURL),
 		runID: runID(), started: time.Now()}
@@ -162,38 +153,16 @@ func (b *bench) fail(what string, err error) string {
 
 // createDatabase (re)creates the bench database on the configured server and migrates it.
 func (b *bench) createDatabase(ctx context.Context) error {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	admin, err := setup.OpenDB(wctx, setup.DatabaseURL(b.serverURL), dbsession.Settings{Command: "bench"}, quiet)
-	if err != nil {
-		return fmt.Errorf("PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %w", redact(b.serverURL), err)
-	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, `drop database if exists `+b.o.db+` with (force)`); err != nil {
-		return fmt.Errorf("drop database %s: %w", b.o.db, err)
-	}
-	if _, err := admin.ExecContext(ctx, `create database `+b.o.db); err != nil {
-		return fmt.Errorf("create database %s: %w", b.o.db, err)
-	}
-	u, err := url.Parse(b.serverURL)
-	if err != nil {
-		return fmt.Errorf("BRP_DATABASE_URL: %w", err)
-	}
-	u.Path = "/" + b.o.db
-	b.dbURL = u.String()
-	b.db, err = sqlx.Open("postgres", b.dbURL)
-	if err != nil {
-		return err
+	var err error
+	if b.db, b.dbURL, err = rig.CreateDB(ctx, b.serverURL, b.o.db); err != nil {
+		return fmt.Errorf("-db %s: %w", b.o.db, err)
 	}
 	b.db.SetMaxOpenConns(80)
 	b.db.SetMaxIdleConns(80)
-	if _, err := schema.Migrate(ctx, b.db.DB); err != nil {
-		return fmt.Errorf("migrate %s: %w", b.o.db, err)
-	}
 	// The broker must answer too: fail now, not in the middle of the run.
 	conn, err := broker.Dial(ctx, b.bcfg)
 	if err != nil {
+		b.db.Close()
 		return fmt.Errorf("broker at %s is not reachable (start it with scripts/services.sh up): %w", b.bcfg.Addr, err)
 	}
 	b.res.Machine.Broker = conn.Server
@@ -203,22 +172,9 @@ func (b *bench) createDatabase(ctx context.Context) error {
 
 func (b *bench) dropDatabase() error {
 	b.db.Close()
-	admin, err := sqlx.Open("postgres", b.serverURL)
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = admin.ExecContext(ctx, `drop database if exists `+b.o.db+` with (force)`)
-	return err
-}
-
-func redact(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return "(database)"
+	return rig.DropDB(ctx, b.serverURL, b.o.db)
 }
 
 // machine records the machine, the services and the code; it finds the broker's and the
@@ -232,11 +188,11 @@ func (b *bench) machine(ctx context.Context) {
 	_ = b.db.GetContext(ctx, &m.Postgres, `select split_part(version(), ' on ', 1)`)
 	m.Bench = buildInfo()
 	m.Code = gitRevision()
-	b.brokerPID = findBroker(b.bcfg.Addr)
+	b.brokerPID = rig.FindBroker(b.bcfg.Addr)
 	var backend int
 	if err := b.db.GetContext(ctx, &backend, `select pg_backend_pid()`); err == nil {
-		if c, err := cpuOf(backend); err == nil && isPostgres(c.ppid) {
-			b.pgPID = c.ppid
+		if pp := rig.Parent(backend); isPostgres(pp) {
+			b.pgPID = pp
 		}
 	}
 	if b.brokerPID == 0 {
@@ -266,30 +222,17 @@ func gitRevision() string {
 
 // ---------------------------------------------------------------- shared steps
 
-type queues struct{ pub, verzending, dlq string }
-
-func (b *bench) queues(label string) queues {
-	p := "/queue/brp.bench." + b.runID + "." + label
-	return queues{pub: p + ".admhndpublicatie", verzending: p + ".verzending", dlq: p + ".dlq"}
+func (b *bench) queues(label string) rig.Queues {
+	return rig.QueuesNamed("/queue/brp.bench." + b.runID + "." + label)
 }
 
-// env is the complete environment of a publicatie or mutatielevering process: this process's
-// environment without BRP_ settings (so that a shell's tuning does not leak in), the broker
-// connection as given, the bench database, the run's queues and cluster, JSON logs, then -env
-// and extra.
-func (b *bench) env(q queues, cluster, level string, extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BRP_") || strings.HasPrefix(kv, "BRP_STOMP_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "BRP_DATABASE_URL="+b.dbURL, "BRP_STOMP_ADDR="+b.bcfg.Addr,
-		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE="+q.pub, "BRP_LEVERING_VERZENDING_QUEUE="+q.verzending,
-		"BRP_LEVERING_MUTATIELEVERING_DLQ="+q.dlq, "BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER="+cluster,
-		"BRP_HTTP_ADDR=127.0.0.1:0", "BRP_LOG_FORMAT=json", "BRP_LOG_LEVEL="+level)
-	env = append(env, b.o.env...)
-	return append(env, extra...)
+// env is the complete environment of a publicatie or mutatielevering process (rig.Environ): the
+// broker connection as given (BRP_STOMP_ settings of this process included), the bench
+// database, the run's queues and cluster, the log level, then -env and extra.
+func (b *bench) env(q rig.Queues, cluster, level string, extra ...string) []string {
+	settings := append(rig.Inherit("BRP_STOMP_"), "BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER="+cluster, "BRP_LOG_LEVEL="+level)
+	settings = append(append(settings, b.o.env...), extra...)
+	return rig.Environ(rig.Env(b.dbURL, b.bcfg, q, settings...)...)
 }
 
 // truncate empties the contract's tables (and what references them).
@@ -332,61 +275,55 @@ func byID(hs []load.Handeling) map[int64]load.Handeling {
 
 // processes is one publicatie and k mutatielevering processes of one measurement.
 type processes struct {
-	pub  *proc
-	cons []*proc
+	pub  *rig.Proc
+	cons []*rig.Proc
 }
 
-func (ps processes) all() []*proc { return append([]*proc{ps.pub}, ps.cons...) }
+func (ps processes) all() []*rig.Proc { return append([]*rig.Proc{ps.pub}, ps.cons...) }
 
 // start starts k consumers and then the publisher (debug logs: one line per round).
-func (b *bench) start(label string, k int, q queues, extra ...string) (processes, error) {
+func (b *bench) start(label string, k int, q rig.Queues, extra ...string) (processes, error) {
 	var ps processes
 	dir := filepath.Join(b.logDir, label)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return ps, err
 	}
 	cluster := "bench-" + b.runID + "-" + label
-	for i := range k {
-		p, err := startProc(fmt.Sprintf("mutatielevering-%d", i+1), filepath.Join(b.o.bin, "mutatielevering"),
-			b.env(q, cluster, "info", extra...), filepath.Join(dir, fmt.Sprintf("mutatielevering-%d.log", i+1)))
+	launch := func(name, command, level string) (*rig.Proc, error) {
+		p, err := rig.Start(rig.Cmd{Name: name, Bin: filepath.Join(b.o.bin, command), Env: b.env(q, cluster, level, extra...),
+			LogFile: filepath.Join(dir, name+".log")})
 		if err != nil {
-			killAll(ps.cons)
+			rig.KillAll(ps.cons...)
+			return nil, fmt.Errorf("%w (build it with scripts/bench.sh)", err)
+		}
+		return p, nil
+	}
+	for i := range k {
+		p, err := launch(fmt.Sprintf("mutatielevering-%d", i+1), "mutatielevering", "info")
+		if err != nil {
 			return ps, err
 		}
 		ps.cons = append(ps.cons, p)
 	}
-	p, err := startProc("publicatie", filepath.Join(b.o.bin, "publicatie"), b.env(q, cluster, "debug", extra...),
-		filepath.Join(dir, "publicatie.log"))
-	if err != nil {
-		killAll(ps.cons)
-		return ps, err
-	}
+	p, err := launch("publicatie", "publicatie", "debug")
 	ps.pub = p
-	return ps, nil
+	return ps, err
 }
 
-// ready waits until the publisher leads and every consumer is subscribed.
+// ready waits until the publisher leads and every consumer is subscribed (their /readyz).
 func (b *bench) ready(ctx context.Context, ps processes) error {
-	if err := ps.pub.waitLog(ctx, "became leader", 30*time.Second); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := ps.pub.WaitLeader(ctx); err != nil {
 		return err
 	}
 	for _, c := range ps.cons {
-		if err := c.waitLog(ctx, "connected to broker", 30*time.Second); err != nil {
+		if err := c.WaitReady(ctx); err != nil {
 			return err
 		}
 	}
 	// The publisher's LISTEN connection is set up beside its first round.
 	time.Sleep(300 * time.Millisecond)
-	return nil
-}
-
-// exitedEarly reports a process that ended while it should run.
-func exitedEarly(ps processes) error {
-	for _, p := range ps.all() {
-		if p.exited() {
-			return fmt.Errorf("%s exited (%v):\n%s", p.name, p.err, p.lastLines())
-		}
-	}
 	return nil
 }
 
@@ -402,14 +339,31 @@ func (b *bench) countRange(ctx context.Context, from, to int64) (counts, error) 
 	return c, err
 }
 
+// roundLine is one "round committed" line of the publisher's debug log.
+type roundLine struct {
+	ms        float64
+	published int
+}
+
+func roundLines(p *rig.Proc) []roundLine {
+	var out []roundLine
+	for _, l := range p.Lines("round committed") {
+		// slog's JSON handler writes a Duration as nanoseconds.
+		d, _ := l["duration"].(float64)
+		n, _ := l["published"].(float64)
+		out = append(out, roundLine{ms: d / 1e6, published: int(n)})
+	}
+	return out
+}
+
 // roundStats reads the publisher's round time from its metrics and its debug log.
-func roundStats(m promText, lines []roundLine) RoundStats {
+func roundStats(m rig.Metrics, lines []roundLine) RoundStats {
 	var rs RoundStats
-	if bs, sum, count, ok := m.histogram("brp_levering_publication_round_duration_seconds"); ok && count > 0 {
+	if bs, sum, count, ok := m.Histogram("brp_levering_publication_round_duration_seconds"); ok && count > 0 {
 		rs.Count = int(count)
 		rs.MeanMs = 1000 * sum / count
-		rs.P50Ms = 1000 * bucketQuantile(0.50, bs)
-		rs.P95Ms = 1000 * bucketQuantile(0.95, bs)
+		rs.P50Ms = 1000 * rig.Quantile(0.50, bs)
+		rs.P95Ms = 1000 * rig.Quantile(0.95, bs)
 	}
 	var ms, full []float64
 	published := 0
@@ -440,47 +394,9 @@ func roundStats(m promText, lines []roundLine) RoundStats {
 	return rs
 }
 
-// drain reads queue until it has want messages and then nothing more arrives for a moment (or
-// nothing arrives for longer), acknowledging everything, and returns the admhnd-ids in queue
-// order. One subscriber reads a queue in order, whatever its prefetch.
+// drain empties queue, expecting want messages (rig.Drain), and returns their admhnd-ids.
 func (b *bench) drain(ctx context.Context, queue string, want int) ([]int64, error) {
-	conn, err := broker.Dial(ctx, b.bcfg)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Disconnect()
-	const prefetch = 1000
-	sub, err := conn.Subscribe(ctx, queue, prefetch)
-	if err != nil {
-		return nil, err
-	}
-	msgs := pump(sub, prefetch)
-	var ids []int64
-	idle := func() time.Duration {
-		if len(ids) >= want {
-			return 300 * time.Millisecond
-		}
-		return 10 * time.Second
-	}
-	timer := time.NewTimer(idle())
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ids, ctx.Err()
-		case <-timer.C:
-			return ids, nil
-		case m, ok := <-msgs:
-			if !ok {
-				return ids, sub.Err()
-			}
-			ids = append(ids, m.AdmhndID)
-			if err := sub.Ack(ctx, m); err != nil {
-				return ids, err
-			}
-			timer.Reset(idle())
-		}
-	}
+	return rig.Drain(ctx, b.bcfg, queue, want)
 }
 
 // services records the broker's and PostgreSQL's memory and the bench database's size.
@@ -488,11 +404,11 @@ func (b *bench) services(ctx context.Context) {
 	s := &b.res.Services
 	s.BrokerPID, s.PostgresPID = b.brokerPID, b.pgPID
 	if b.brokerPID != 0 {
-		s.BrokerRSSMB = float64(statusKB(b.brokerPID, "VmRSS")) / 1024
-		s.BrokerPeakRSSMB = float64(statusKB(b.brokerPID, "VmHWM")) / 1024
+		s.BrokerRSSMB = rig.RSSMB(b.brokerPID)
+		s.BrokerPeakRSSMB = float64(rig.PeakRSSKB(b.brokerPID)) / 1024
 	}
 	if b.pgPID != 0 {
-		s.PostgresPSSMB = float64(treePSS(b.pgPID)) / 1024
+		s.PostgresPSSMB = float64(rig.TreePSSKB(b.pgPID)) / 1024
 		b.samplePSS()
 		s.PostgresPeakPSSMB = float64(b.peakPSS) / 1024
 	}
@@ -502,9 +418,19 @@ func (b *bench) services(ctx context.Context) {
 	}
 }
 
+// cpuMark reads the services' and the machine's CPU counters.
+func (b *bench) cpuMark() rig.CPUMark { return rig.MarkCPU(b.brokerPID, b.pgPID) }
+
+// cpuSince splits the CPU time since m0 between the services, the bench and the machine.
+func (b *bench) cpuSince(m0 rig.CPUMark) CPUSeconds {
+	m := b.cpuMark()
+	return CPUSeconds{Wall: m.At.Sub(m0.At).Seconds(), Broker: m.Broker - m0.Broker, Postgres: m.Postgres - m0.Postgres,
+		Bench: m.Self - m0.Self, MachineBusy: m.Machine - m0.Machine}
+}
+
 func (b *bench) samplePSS() {
 	if b.pgPID != 0 {
-		b.peakPSS = max(b.peakPSS, treePSS(b.pgPID))
+		b.peakPSS = max(b.peakPSS, rig.TreePSSKB(b.pgPID))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 )
 
 // History rows get ids from historyBase on, far from the workloads' ids.
@@ -139,11 +140,11 @@ func (b *bench) isolatedRounds(ctx context.Context, label string, firstID int64,
 	stopped := false
 	defer func() {
 		if !stopped {
-			killAll(ps.all())
+			rig.KillAll(ps.all()...)
 		}
 	}()
 	published := func() (n, msgs int) {
-		for _, l := range ps.pub.roundLines() {
+		for _, l := range roundLines(ps.pub) {
 			if l.published > 0 {
 				n++
 				msgs += l.published
@@ -157,7 +158,7 @@ func (b *bench) isolatedRounds(ctx context.Context, label string, firstID int64,
 			if n, _ := published(); n >= i {
 				break
 			}
-			if err := exitedEarly(ps); err != nil {
+			if err := rig.ExitedEarly(ps.all()...); err != nil {
 				return RoundStats{}, err
 			}
 			if time.Now().After(deadline) {
@@ -173,12 +174,12 @@ func (b *bench) isolatedRounds(ctx context.Context, label string, firstID int64,
 			return RoundStats{}, err
 		}
 	}
-	pm, err := ps.pub.metrics(ctx)
+	pm, err := ps.pub.Metrics(ctx)
 	if err != nil {
 		return RoundStats{}, err
 	}
-	rs := roundStats(pm, ps.pub.roundLines())
-	if err := stopAll(ps.all()); err != nil {
+	rs := roundStats(pm, roundLines(ps.pub))
+	if err := rig.StopAll(20*time.Second, ps.all()...); err != nil {
 		return rs, err
 	}
 	stopped = true
@@ -187,6 +188,6 @@ func (b *bench) isolatedRounds(ctx context.Context, label string, firstID int64,
 		return rs, err
 	}
 	_, msgs := published()
-	_, err = b.drain(ctx, q.pub, msgs)
+	_, err = b.drain(ctx, q.Publicatie, msgs)
 	return rs, err
 }

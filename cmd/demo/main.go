@@ -11,25 +11,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/url"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // the PostgreSQL driver
 
-	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
-	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/load"
-	"github.com/brp/levering/schema"
+	"github.com/brp/levering/internal/rig"
 )
 
 type options struct {
@@ -63,21 +56,13 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// A database of the demo's own, made afresh, on the configured server.
-	dbURL, err := demoDatabase(ctx, string(common.DatabaseURL), common.Session("demo"), log)
-	if err != nil {
-		return err
-	}
-	db, err := setup.OpenDB(ctx, setup.DatabaseURL(dbURL), common.Session("demo"), log)
+	db, dbURL, err := rig.CreateDB(ctx, string(common.DatabaseURL), "brp_demo")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if _, err := schema.Migrate(ctx, db.DB); err != nil {
-		return err
-	}
 	hs := load.Generate(load.Spec{N: o.n, Personen: o.personen, Multi: 1.0 / 3, Excluded: 0.05, NoPerson: 3, Seed: uint64(time.Now().UnixNano())})
 	if err := load.Insert(ctx, db, hs); err != nil {
 		return err
@@ -94,42 +79,49 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "loaded %d handelingen over %d persons (%d excluded, %d without persons) into %s\n",
-		len(hs), o.personen, excluded, wantFout, redact(dbURL))
+		len(hs), o.personen, excluded, wantFout, rig.Redact(dbURL))
 
-	run := strconv.FormatInt(time.Now().Unix(), 36)
-	queue := "/queue/brp.demo." + run + ".admhndpublicatie"
-	verzending := "/queue/brp.demo." + run + ".verzending"
-	reader, err := readQueue(ctx, bcfg, verzending)
+	q := rig.QueuesNamed("/queue/brp.demo." + strconv.FormatInt(time.Now().Unix(), 36))
+	reader, err := rig.Read(bcfg, q.Verzending)
 	if err != nil {
 		return err
 	}
-	defer reader.close()
+	defer reader.Close()
 
 	if err := os.MkdirAll(o.logDir, 0o755); err != nil {
 		return err
 	}
-	env := append(os.Environ(), "BRP_DATABASE_URL="+dbURL, "BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE="+queue,
-		"BRP_LEVERING_VERZENDING_QUEUE="+verzending, "BRP_LEVERING_MUTATIELEVERING_DLQ="+queue+".dlq",
-		"BRP_HTTP_ADDR=127.0.0.1:0", "BRP_LOG_FORMAT=json")
-	var procs []*proc
+	env := rig.Environ(rig.Env(dbURL, bcfg, q, rig.Inherit("BRP_")...)...)
+	var procs []*rig.Proc
 	defer func() { stopAll(procs, out) }()
 	self, _ := os.Executable()
 	bin := filepath.Dir(self)
-	for i := range o.consumers {
-		p, err := startProc(filepath.Join(bin, "mutatielevering"), env, filepath.Join(o.logDir, fmt.Sprintf("mutatielevering-%d.log", i+1)))
+	start := time.Now()
+	launch := func(name, command string) error {
+		p, err := rig.Start(rig.Cmd{Name: name, Bin: filepath.Join(bin, command), Env: env, LogFile: filepath.Join(o.logDir, name+".log")})
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (build it with scripts/demo.sh)", err)
 		}
 		procs = append(procs, p)
+		return nil
 	}
-	p, err := startProc(filepath.Join(bin, "publicatie"), env, filepath.Join(o.logDir, "publicatie.log"))
-	if err != nil {
+	for i := range o.consumers {
+		if err := launch(fmt.Sprintf("mutatielevering-%d", i+1), "mutatielevering"); err != nil {
+			return err
+		}
+	}
+	if err := launch("publicatie", "publicatie"); err != nil {
 		return err
 	}
-	procs = append(procs, p)
-	fmt.Fprintf(out, "started 1 publicatie and %d mutatielevering processes (logs in %s)\n", o.consumers, o.logDir)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, p := range procs {
+		if err := p.WaitReady(wctx); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "started 1 publicatie and %d mutatielevering processes, all ready (logs in %s)\n", o.consumers, o.logDir)
 
-	start := time.Now()
 	deadline := time.After(o.timeout)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -148,8 +140,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		el := time.Since(start).Seconds()
 		fmt.Fprintf(out, "  %5.1fs  geleverd %5d/%d  in_levering %4d  fout %d  te leveren %5d  verzending read %5d  %6.0f/s\n",
-			el, st.geleverd, want, st.inLevering, st.fout, st.open-excluded, reader.count(), float64(st.geleverd)/el)
-		if st.geleverd == want && st.fout == wantFout && reader.count() >= want {
+			el, st.geleverd, want, st.inLevering, st.fout, st.open-excluded, reader.Count(), float64(st.geleverd)/el)
+		if st.geleverd == want && st.fout == wantFout && reader.Count() >= want {
 			break
 		}
 	}
@@ -158,7 +150,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	for _, h := range hs {
 		byID[h.ID] = h
 	}
-	rep := load.CheckOrder(reader.ids(), byID)
+	rep := load.CheckOrder(reader.IDs(), byID)
 	var touched int
 	if err := db.GetContext(ctx, &touched, `select count(*) from admhnd where soort = $1 and statuslev is not null`, load.ExcludedSoort); err != nil {
 		return err
@@ -204,114 +196,9 @@ func readStatus(ctx context.Context, db *sqlx.DB) (status, error) {
 	return s, err
 }
 
-// demoDatabase (re)creates the database brp_demo on the server of base and returns its URL.
-func demoDatabase(ctx context.Context, base string, session dbsession.Settings, log *slog.Logger) (string, error) {
-	admin, err := setup.OpenDB(ctx, setup.DatabaseURL(base), session, log)
-	if err != nil {
-		return "", err
-	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, `drop database if exists brp_demo with (force)`); err != nil {
-		return "", fmt.Errorf("drop demo database: %w", err)
-	}
-	if _, err := admin.ExecContext(ctx, `create database brp_demo`); err != nil {
-		return "", fmt.Errorf("create demo database: %w", err)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", fmt.Errorf("BRP_DATABASE_URL: %w", err)
-	}
-	u.Path = "/brp_demo"
-	return u.String(), nil
-}
-
-func redact(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return "(database)"
-}
-
-type proc struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func startProc(path string, env []string, logFile string) (*proc, error) {
-	f, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(path)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s (build it with scripts/demo.sh): %w", path, err)
-	}
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait(); f.Close() }()
-	return p, nil
-}
-
 // stopAll sends SIGTERM to every process and reports how each ended.
-func stopAll(procs []*proc, out io.Writer) {
-	for _, p := range procs {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range procs {
-		select {
-		case err := <-p.done:
-			if err != nil {
-				fmt.Fprintf(out, "%s ended: %v\n", filepath.Base(p.cmd.Path), err)
-			}
-		case <-time.After(15 * time.Second):
-			_ = p.cmd.Process.Kill()
-			fmt.Fprintf(out, "%s did not stop within 15s after SIGTERM; killed\n", filepath.Base(p.cmd.Path))
-		}
+func stopAll(procs []*rig.Proc, out io.Writer) {
+	if err := rig.StopAll(15*time.Second, procs...); err != nil {
+		fmt.Fprintln(out, err)
 	}
 }
-
-// queueReader is the demo's afnemer: it reads the verzending queue and remembers the order.
-type queueReader struct {
-	conn *broker.Conn
-	mu   sync.Mutex
-	got  []int64
-}
-
-func readQueue(ctx context.Context, cfg broker.Config, queue string) (*queueReader, error) {
-	conn, err := broker.Dial(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	sub, err := conn.Subscribe(ctx, queue, 1)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	r := &queueReader{conn: conn}
-	go func() {
-		for m := range sub.C() {
-			r.add(m)
-			if sub.Ack(context.Background(), m) != nil {
-				return
-			}
-		}
-	}()
-	return r, nil
-}
-
-func (r *queueReader) add(m *broker.Delivery) {
-	r.mu.Lock()
-	r.got = append(r.got, m.AdmhndID)
-	r.mu.Unlock()
-}
-
-func (r *queueReader) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) }
-
-func (r *queueReader) ids() []int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]int64(nil), r.got...)
-}
-
-func (r *queueReader) close() { r.conn.Close() }

@@ -1,7 +1,7 @@
 // Package brptest is the test support shared by every package's tests: a fresh migrated
 // database per test, unique queues per test on the real broker, reading queues back, and
-// running the real commands. Tests need the services of scripts/services.sh; they fail, not
-// skip, when those are missing.
+// running the real commands (package rig, whose errors fail the test here). Tests need the
+// services of scripts/services.sh; they fail, not skip, when those are missing.
 package brptest
 
 import (
@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +23,7 @@ import (
 	_ "github.com/lib/pq" // the PostgreSQL driver
 
 	"github.com/brp/levering/broker"
-	"github.com/brp/levering/schema"
+	"github.com/brp/levering/internal/rig"
 )
 
 // DatabaseURL is the server the tests create their databases on: BRP_DATABASE_URL or the
@@ -83,77 +82,32 @@ func DB(t testing.TB) (*sqlx.DB, string) {
 // DBOn is DB on the server of serverURL.
 func DBOn(t testing.TB, serverURL string) (*sqlx.DB, string) {
 	t.Helper()
-	ctx := context.Background()
-	admin, err := sqlx.Open("postgres", serverURL)
-	if err != nil {
-		t.Fatalf("brptest: %v", err)
-	}
-	defer admin.Close()
-	if err := admin.PingContext(ctx); err != nil {
-		t.Fatalf("brptest: PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %v", serverURL, err)
-	}
 	name := "t_" + Name(t)
-	if _, err := admin.ExecContext(ctx, `create database `+name); err != nil {
-		t.Fatalf("brptest: create database: %v", err)
-	}
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		t.Fatalf("brptest: %v", err)
-	}
-	u.Path = "/" + name
-	dbURL := u.String()
-	db, err := sqlx.Open("postgres", dbURL)
+	db, dbURL, err := rig.CreateDB(context.Background(), serverURL, name)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
 	}
 	db.SetMaxOpenConns(30)
 	t.Cleanup(func() {
 		db.Close()
-		a, err := sqlx.Open("postgres", serverURL)
-		if err != nil {
-			return
-		}
-		defer a.Close()
-		_, _ = a.ExecContext(context.Background(), `drop database if exists `+name+` with (force)`)
+		_ = rig.DropDB(context.Background(), serverURL, name)
 	})
-	if _, err := schema.Migrate(ctx, db.DB); err != nil {
-		t.Fatalf("brptest: migrate: %v", err)
-	}
 	return db, dbURL
 }
 
 // Queues are the destinations one test uses.
-type Queues struct {
-	Publicatie, Verzending, DLQ string
-}
+type Queues = rig.Queues
 
 // NewQueues returns queues of t's own, so tests can share one broker.
 func NewQueues(t testing.TB) Queues {
-	n := Name(t)
-	return Queues{
-		Publicatie: "/queue/test." + n + ".admhndpublicatie",
-		Verzending: "/queue/test." + n + ".verzending",
-		DLQ:        "/queue/test." + n + ".dlq",
-	}
+	return rig.QueuesNamed("/queue/test." + Name(t))
 }
 
 // Received is one message read back from a queue.
-type Received struct {
-	AdmhndID  int64
-	MessageID string
-	Header    map[string]string
-	Body      []byte
-}
+type Received = rig.Received
 
-// Reader reads a queue back in order, acknowledging what it read. It redials when the broker
-// goes away (a restart scenario); a message whose ack was lost comes again later, which only
-// adds a duplicate after its first occurrence.
-type Reader struct {
-	t testing.TB
-
-	mu  sync.Mutex
-	got []Received
-}
+// Reader reads a queue back in order (rig.Reader).
+type Reader = rig.Reader
 
 // Read subscribes to queue on the tests' broker and collects its messages until t ends.
 func Read(t testing.TB, queue string) *Reader {
@@ -164,86 +118,12 @@ func Read(t testing.TB, queue string) *Reader {
 // ReadFrom is Read on the broker of cfg.
 func ReadFrom(t testing.TB, cfg broker.Config, queue string) *Reader {
 	t.Helper()
-	r := &Reader{t: t}
-	conn, sub, err := subscribe(cfg, queue)
+	r, err := rig.Read(cfg, queue)
 	if err != nil {
-		t.Fatalf("brptest: broker at %s is not reachable (start it with scripts/services.sh up): %v", cfg.Addr, err)
+		t.Fatalf("brptest: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			r.drain(ctx, sub)
-			conn.Close()
-			for ctx.Err() == nil {
-				if conn, sub, err = subscribe(cfg, queue); err == nil {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(r.Close)
 	return r
-}
-
-func subscribe(cfg broker.Config, queue string) (*broker.Conn, *broker.Subscription, error) {
-	conn, err := broker.Dial(context.Background(), cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Prefetch 1 with an immediate ack keeps the read order the queue's order.
-	sub, err := conn.Subscribe(context.Background(), queue, 1)
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return conn, sub, nil
-}
-
-// drain reads until the subscription breaks or ctx ends.
-func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-sub.C():
-			if !ok {
-				return
-			}
-			r.add(m)
-			if err := sub.Ack(context.Background(), m); err != nil {
-				return
-			}
-		}
-	}
-}
-
-func (r *Reader) add(m *broker.Delivery) {
-	rec := Received{AdmhndID: m.AdmhndID, MessageID: m.MessageID, Header: m.Headers(), Body: m.Body}
-	r.mu.Lock()
-	r.got = append(r.got, rec)
-	r.mu.Unlock()
-}
-
-// Messages returns what was read so far.
-func (r *Reader) Messages() []Received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Received(nil), r.got...)
-}
-
-// IDs returns the admhnd-id headers read so far, in queue order.
-func (r *Reader) IDs() []int64 {
-	var ids []int64
-	for _, m := range r.Messages() {
-		ids = append(ids, m.AdmhndID)
-	}
-	return ids
 }
 
 // Eventually polls cond every 50 ms until it returns nil or timeout passes, then fails t with

@@ -1,98 +1,45 @@
 package brptest
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
+	"context"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/rig"
 )
 
-// Proc is a running command whose JSON log lines are kept for the test to inspect.
+// Proc is a running command (rig.Proc) whose waits fail the test instead of returning errors.
 type Proc struct {
-	t    testing.TB
-	Name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-
-	mu    sync.Mutex
-	lines []map[string]any
-	raw   []string
+	*rig.Proc
+	t testing.TB
 }
 
-// Start runs bin with env added to a clean environment (no inherited BRP_ variables) and JSON
-// debug logs. The process is killed when the test ends if it still runs.
+// Start runs bin with env (settings, see Env) added to a clean environment (rig.Environ) and
+// JSON debug logs. The process is killed when the test ends if it still runs.
 func Start(t testing.TB, name, bin string, env ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(bin)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BRP_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "BRP_LOG_FORMAT=json", "BRP_LOG_LEVEL=debug", "BRP_HTTP_ADDR=127.0.0.1:0")
-	cmd.Env = append(cmd.Env, env...)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
+	p, err := rig.Start(rig.Cmd{Name: name, Bin: bin, Env: rig.Environ(append([]string{"BRP_LOG_LEVEL=debug"}, env...)...)})
+	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p := &Proc{t: t, Name: name, cmd: cmd, done: make(chan struct{})}
-	scanDone := make(chan struct{})
-	go func() {
-		defer close(scanDone)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.add(sc.Text())
-		}
-	}()
-	go func() {
-		p.err = cmd.Wait()
-		pw.Close()
-		<-scanDone
-		close(p.done)
-	}()
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
-			p.dump()
+			dump(t, p)
 		}
 	})
-	return p
-}
-
-func (p *Proc) add(line string) {
-	var m map[string]any
-	_ = json.Unmarshal([]byte(line), &m)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.raw = append(p.raw, line)
-	if m != nil {
-		m["_at"] = time.Now()
-		p.lines = append(p.lines, m)
-	}
+	return &Proc{Proc: p, t: t}
 }
 
 // dump logs the process's last lines above debug level, plus its last debug line: debug lines
 // (one per delivered handeling, one per round) would push the failure out of a CI log's tail.
-func (p *Proc) dump() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func dump(t testing.TB, p *rig.Proc) {
 	var kept []string
 	debug, lastDebug := 0, ""
-	for _, l := range p.raw {
+	for _, l := range p.Output() {
 		if strings.Contains(l, `"level":"DEBUG"`) {
 			debug++
 			lastDebug = l
@@ -101,129 +48,75 @@ func (p *Proc) dump() {
 		kept = append(kept, l)
 	}
 	from := max(0, len(kept)-30)
-	p.t.Logf("%s: last %d of %d lines above debug level (%d debug lines left out, the last one: %s):\n%s",
+	t.Logf("%s: last %d of %d lines above debug level (%d debug lines left out, the last one: %s):\n%s",
 		p.Name, len(kept)-from, len(kept), debug, lastDebug, strings.Join(kept[from:], "\n"))
 }
 
-// Output returns every line the process wrote so far, as written.
-func (p *Proc) Output() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.raw...)
-}
-
-// Lines returns the log lines whose msg is msg, each with "_at" (when the test read it).
-func (p *Proc) Lines(msg string) []map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []map[string]any
-	for _, l := range p.lines {
-		if l["msg"] == msg {
-			out = append(out, l)
-		}
+// within runs f with a context that ends after timeout and fails the test on its error.
+func (p *Proc) within(timeout time.Duration, f func(ctx context.Context) error) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := f(ctx); err != nil {
+		p.t.Fatal(err)
 	}
-	return out
 }
 
 // WaitLog waits for a log line with the given msg and returns it.
 func (p *Proc) WaitLog(msg string, timeout time.Duration) map[string]any {
 	p.t.Helper()
 	var line map[string]any
-	Eventually(p.t, timeout, func() error {
-		if ls := p.Lines(msg); len(ls) > 0 {
-			line = ls[0]
-			return nil
-		}
-		if p.Exited() {
-			return fmt.Errorf("%s exited (%v) before logging %q", p.Name, p.err, msg)
-		}
-		return fmt.Errorf("%s has not logged %q", p.Name, msg)
+	p.within(timeout, func(ctx context.Context) (err error) {
+		line, err = p.Proc.WaitLog(ctx, msg)
+		return err
 	})
 	return line
 }
 
+// WaitReady waits until the process's /readyz answers 200 (a consumer: subscribed; a
+// publisher: it reaches its database and broker, leading or following).
+func (p *Proc) WaitReady(timeout time.Duration) {
+	p.t.Helper()
+	p.within(timeout, p.Proc.WaitReady)
+}
+
+// WaitLeader waits until a publisher's /readyz says it leads and returns when that was seen.
+func (p *Proc) WaitLeader(timeout time.Duration) time.Time {
+	p.t.Helper()
+	var at time.Time
+	p.within(timeout, func(ctx context.Context) (err error) {
+		at, err = p.Proc.WaitLeader(ctx)
+		return err
+	})
+	return at
+}
+
 // HTTPAddr waits for the process's status listener and returns its address.
 func (p *Proc) HTTPAddr() string {
-	return p.WaitLog("http listening", 20*time.Second)["http_addr"].(string)
+	return fmtString(p.WaitLog("http listening", 20*time.Second)["http_addr"])
 }
 
 // OperateAddr waits for the process's operator listener (BRP_OPERATE_ADDR) and returns its
 // address.
 func (p *Proc) OperateAddr() string {
-	return p.WaitLog("operator pages listening", 20*time.Second)["operate_addr"].(string)
+	return fmtString(p.WaitLog("operator pages listening", 20*time.Second)["operate_addr"])
 }
 
-// Signal sends sig to the process.
-func (p *Proc) Signal(sig syscall.Signal) {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
-
-// Kill sends SIGKILL and waits for the process to be gone.
-func (p *Proc) Kill() {
-	p.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// Frozen reports whether the process is stopped (SIGSTOP): state T in /proc.
-func (p *Proc) Frozen() bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses, which may itself contain spaces.
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return strings.HasPrefix(rest, "T")
-}
+func fmtString(v any) string { s, _ := v.(string); return s }
 
 // AppNamePrefix begins the application_name of the process's database sessions as command
 // (dbsession.AppName: command[pid]@host).
 func (p *Proc) AppNamePrefix(command string) string {
-	return command + "[" + strconv.Itoa(p.cmd.Process.Pid) + "]@"
-}
-
-// Exited reports whether the process has ended.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Wait waits up to timeout for the process to end and returns its exit code (-1: signal).
-func (p *Proc) Wait(timeout time.Duration) (int, error) {
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		return 0, fmt.Errorf("%s still runs after %v", p.Name, timeout)
-	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode(), nil
-	}
-	return 0, p.err
+	return command + "[" + strconv.Itoa(p.PID()) + "]@"
 }
 
 // Env is the environment a test's processes share: its database and its queues, on the
 // tests' broker.
 func Env(dbURL string, q Queues, extra ...string) []string {
-	return EnvFor(Broker(), dbURL, q, extra...)
+	return rig.Env(dbURL, Broker(), q, extra...)
 }
 
 // EnvFor is Env on the broker of b.
 func EnvFor(b broker.Config, dbURL string, q Queues, extra ...string) []string {
-	env := []string{
-		"BRP_DATABASE_URL=" + dbURL,
-		"BRP_STOMP_ADDR=" + b.Addr,
-		"BRP_STOMP_LOGIN=" + b.Login,
-		"BRP_STOMP_PASSCODE=" + b.Passcode,
-		"BRP_STOMP_HOST=" + b.Host,
-		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE=" + q.Publicatie,
-		"BRP_LEVERING_VERZENDING_QUEUE=" + q.Verzending,
-		"BRP_LEVERING_MUTATIELEVERING_DLQ=" + q.DLQ,
-	}
-	return append(env, extra...)
+	return rig.Env(dbURL, b, q, extra...)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/rig"
 )
 
 // Services is a PostgreSQL and a broker of one test's own, for scenarios that restart them
@@ -217,35 +218,18 @@ func (s *Services) brokerPID() int {
 	return s.pid(filepath.Join("activemq", "activemq.pid"))
 }
 
-// signalTree sends sig to pid and its descendants, parents first.
+// signalTree sends sig to pid and its descendants, parents first. The tree is read before
+// the first signal: the children of a killed process are handed to init.
 func (s *Services) signalTree(pid int, sig syscall.Signal) {
 	s.t.Helper()
-	children := map[int][]int{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		s.t.Fatalf("brptest: %v", err)
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, rig.Children(tree[i])...)
 	}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			children[ppid] = append(children[ppid], p)
-		}
-	}
-	for todo := []int{pid}; len(todo) > 0; todo = todo[1:] {
-		if err := syscall.Kill(todo[0], sig); err != nil && todo[0] == pid {
+	for _, p := range tree {
+		if err := syscall.Kill(p, sig); err != nil && p == pid {
 			s.t.Fatalf("brptest: signal %v to %d: %v", sig, pid, err)
 		}
-		todo = append(todo, children[todo[0]]...)
 	}
 }
 

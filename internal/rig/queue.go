@@ -1,0 +1,177 @@
+package rig
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/brp/levering/broker"
+)
+
+// Received is one message read back from a queue.
+type Received struct {
+	AdmhndID  int64
+	MessageID string
+	Header    map[string]string
+	Body      []byte
+}
+
+// Reader reads a queue back in order, as an afnemer would, acknowledging what it read. It
+// redials when the broker goes away (a restart scenario); a message whose ack was lost comes
+// again later, which only adds a duplicate after its first occurrence.
+type Reader struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	got []Received
+}
+
+// Read subscribes to queue on the broker of cfg and collects its messages until Close.
+func Read(cfg broker.Config, queue string) (*Reader, error) {
+	conn, sub, err := subscribe(cfg, queue)
+	if err != nil {
+		return nil, fmt.Errorf("rig: broker at %s is not reachable (start it with scripts/services.sh up): %w", cfg.Addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Reader{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for ctx.Err() == nil {
+			r.drain(ctx, sub)
+			conn.Close()
+			conn = nil
+			for ctx.Err() == nil {
+				if conn, sub, err = subscribe(cfg, queue); err == nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	return r, nil
+}
+
+// Close stops reading.
+func (r *Reader) Close() { r.cancel(); <-r.done }
+
+func subscribe(cfg broker.Config, queue string) (*broker.Conn, *broker.Subscription, error) {
+	conn, err := broker.Dial(context.Background(), cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rig: %w", err)
+	}
+	// Prefetch 1 with an immediate ack keeps the read order the queue's order.
+	sub, err := conn.Subscribe(context.Background(), queue, 1)
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("rig: %w", err)
+	}
+	return conn, sub, nil
+}
+
+// drain reads until the subscription breaks or ctx ends.
+func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			rec := Received{AdmhndID: m.AdmhndID, MessageID: m.MessageID, Header: m.Headers(), Body: m.Body}
+			r.mu.Lock()
+			r.got = append(r.got, rec)
+			r.mu.Unlock()
+			if err := sub.Ack(context.Background(), m); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Messages returns what was read so far.
+func (r *Reader) Messages() []Received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Received(nil), r.got...)
+}
+
+// Count is how many messages were read so far.
+func (r *Reader) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+// IDs returns the admhnd-id headers read so far, in queue order.
+func (r *Reader) IDs() []int64 {
+	var ids []int64
+	for _, m := range r.Messages() {
+		ids = append(ids, m.AdmhndID)
+	}
+	return ids
+}
+
+// Drain reads queue until it has want messages and then nothing more arrives for 300 ms (or,
+// short of want, nothing arrives for 10 s), acknowledging everything, and returns the
+// admhnd-ids in queue order: it empties a queue after a measurement. One subscriber reads a
+// queue in order, whatever its prefetch.
+func Drain(ctx context.Context, cfg broker.Config, queue string, want int) ([]int64, error) {
+	conn, err := broker.Dial(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rig: drain %s: %w", queue, err)
+	}
+	defer conn.Disconnect()
+	const prefetch = 1000
+	sub, err := conn.Subscribe(ctx, queue, prefetch)
+	if err != nil {
+		return nil, fmt.Errorf("rig: drain %s: %w", queue, err)
+	}
+	msgs := Pump(sub, prefetch)
+	var ids []int64
+	idle := func() time.Duration {
+		if len(ids) >= want {
+			return 300 * time.Millisecond
+		}
+		return 10 * time.Second
+	}
+	timer := time.NewTimer(idle())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ids, ctx.Err()
+		case <-timer.C:
+			return ids, nil
+		case m, ok := <-msgs:
+			if !ok {
+				return ids, sub.Err()
+			}
+			ids = append(ids, m.AdmhndID)
+			if err := sub.Ack(ctx, m); err != nil {
+				return ids, fmt.Errorf("rig: drain %s: %w", queue, err)
+			}
+			timer.Reset(idle())
+		}
+	}
+}
+
+// Pump moves a subscription's messages into a channel that holds prefetch of them, so that
+// the broker connection's single reading loop never blocks handing a message over. Without it,
+// workers that acknowledge on the subscribing connection can deadlock: the loop waits for a
+// worker to take a message, the workers wait in Ack for the loop to write.
+func Pump(sub *broker.Subscription, prefetch int) <-chan *broker.Delivery {
+	out := make(chan *broker.Delivery, 2*prefetch+16)
+	go func() {
+		defer close(out)
+		for m := range sub.C() {
+			out <- m
+		}
+	}()
+	return out
+}
