@@ -3,6 +3,7 @@ package publicatie
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,31 +61,21 @@ const roundTimeoutSQL = `
 
 // intakeRow is a (handeling, person) row of the intake, ordered by handeling.
 type intakeRow struct {
-	id      int64
-	tsreg   time.Time
+	place
 	persoon sql.NullInt64
 	nakomer bool
 }
 
-// before says whether r comes before the stand (tsreg, id).
-func (r intakeRow) before(tsreg time.Time, id int64) bool {
-	return r.tsreg.Before(tsreg) || r.tsreg.Equal(tsreg) && r.id < id
-}
-
-// readIntake takes in, from one snapshot, up to limit handelingen after the stand (standTsreg,
-// standID) and before horizon, oldest first, and the handelingen recorded in
+// readIntake takes in, from one snapshot, up to limit handelingen after the stand and before
+// horizon, oldest first, and the handelingen recorded in
 // publicatie_nakomer up to the new stand (the last of those): all to be delivered (statuslev
 // NULL, soort not excluded), each with all of its persons. It empties publicatie_nakomer; the
 // recorded ones beyond the new stand come with a later intake in their turn (a load of a
 // million handelingen with tsreg in the past is recorded whole, and must not come back to
 // the publisher at once). The limit counts handelingen, so a multi-person handeling is never
 // cut in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
-func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, standTsreg time.Time, standID int64, limit int) ([]intakeRow, error) {
-	stand := any(standTsreg)
-	if standTsreg.Equal(minTsreg) {
-		stand = "-infinity"
-	}
-	query, args := intakeSQL, []any{horizon, stand, standID, limit, pq.Array(excluded)}
+func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit int) ([]intakeRow, error) {
+	query, args := intakeSQL, []any{horizon, stand.tsregArg(), stand.id, limit, pq.Array(excluded)}
 	if handeling.IsDefaultExcluded(excluded) {
 		query, args = intakeDefaultSQL, args[:4]
 	}
@@ -194,38 +185,25 @@ var blockedSQL = `
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
 // false when it was empty): registered with a tsreg before its transaction's start, so the
 // intake may have passed it.
-func readHerlees(ctx context.Context, q querier) (tsreg time.Time, id int64, ok bool, err error) {
-	rows, err := q.QueryContext(ctx, herleesSQL)
-	if err != nil {
-		return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
+func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, err error) {
+	err = q.QueryRowContext(ctx, herleesSQL).Scan(&oldest.tsreg, &oldest.id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return place{}, false, nil
+	case err != nil:
+		return place{}, false, fmt.Errorf("read publicatie_herlees: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t time.Time
-		var i int64
-		if err := rows.Scan(&t, &i); err != nil {
-			return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
-		}
-		if !ok || t.Before(tsreg) || t.Equal(tsreg) && i < id {
-			tsreg, id, ok = t, i, true
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return tsreg, 0, false, fmt.Errorf("read publicatie_herlees: %w", err)
-	}
-	return tsreg, id, ok, nil
+	return oldest, true, nil
 }
 
-const herleesSQL = `delete from publicatie_herlees returning tsreg, admhnd_id`
+const herleesSQL = `
+		with d as (delete from publicatie_herlees returning tsreg, admhnd_id)
+		select tsreg, admhnd_id from d order by tsreg, admhnd_id limit 1`
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
 // the view holds when it and the database agree.
-func readChecksum(ctx context.Context, q querier, excluded []string, tsreg time.Time, id int64) (n int, xor int64, err error) {
-	stand := any(tsreg)
-	if tsreg.Equal(minTsreg) {
-		stand = "-infinity"
-	}
-	query, args := checksumSQL, []any{stand, id, pq.Array(excluded)}
+func readChecksum(ctx context.Context, q querier, excluded []string, stand place) (n int, xor int64, err error) {
+	query, args := checksumSQL, []any{stand.tsregArg(), stand.id, pq.Array(excluded)}
 	if handeling.IsDefaultExcluded(excluded) {
 		query, args = checksumDefaultSQL, args[:2]
 	}

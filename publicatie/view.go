@@ -27,40 +27,48 @@ type view struct {
 	byID   map[int64]*entry
 	queues map[int64][]*entry // per person, oldest first
 	ready  *btree.BTreeG[*entry]
-	// stand is the last handeling the intake read: everything up to it is in the view.
-	standTsreg time.Time
-	standID    int64
-	xor        int64 // of the ids in the view: compared with the database's by the sweep
+	// stand is the last handeling the intake read: everything up to it is in the view. The
+	// zero place (an empty view) is before every handeling.
+	stand place
+	xor   int64 // of the ids in the view: compared with the database's by the sweep
+}
+
+// place is a handeling's place in delivery order: tsreg, ties by id.
+type place struct {
+	tsreg time.Time
+	id    int64
+}
+
+func (a place) before(b place) bool {
+	return a.tsreg.Before(b.tsreg) || a.tsreg.Equal(b.tsreg) && a.id < b.id
+}
+
+// tsregArg is a.tsreg as a query argument: '-infinity' for the zero place.
+func (a place) tsregArg() any {
+	if a.tsreg.IsZero() {
+		return "-infinity"
+	}
+	return a.tsreg
 }
 
 // entry is a handeling in the view.
 type entry struct {
-	id       int64
-	tsreg    time.Time
+	place
 	personen []int64
 	heads    int // persons whose queue it heads: ready when heads == len(personen)
 }
 
-func (e *entry) less(o *entry) bool {
-	if !e.tsreg.Equal(o.tsreg) {
-		return e.tsreg.Before(o.tsreg)
-	}
-	return e.id < o.id
-}
+func (e *entry) less(o *entry) bool { return e.before(o.place) }
 
 func (e *entry) isReady() bool { return e.heads == len(e.personen) }
 
 func newView() *view {
 	return &view{
-		byID:       map[int64]*entry{},
-		queues:     map[int64][]*entry{},
-		ready:      btree.NewG(32, (*entry).less),
-		standTsreg: minTsreg,
+		byID:   map[int64]*entry{},
+		queues: map[int64][]*entry{},
+		ready:  btree.NewG(32, (*entry).less),
 	}
 }
-
-// minTsreg is the stand of an empty view: below every tsreg ('-infinity' in the database).
-var minTsreg = time.Time{}
 
 // size is the number of handelingen in the view.
 func (v *view) size() int { return len(v.byID) }
@@ -70,7 +78,7 @@ func (v *view) add(c Candidate, tsreg time.Time) {
 	if _, ok := v.byID[c.ID]; ok {
 		return
 	}
-	e := &entry{id: c.ID, tsreg: tsreg, personen: c.Personen}
+	e := &entry{place: place{tsreg: tsreg, id: c.ID}, personen: c.Personen}
 	v.byID[e.id] = e
 	v.xor ^= e.id
 	for _, p := range e.personen {
@@ -169,35 +177,35 @@ func (p *Publisher) viewFor(epoch int64) *view {
 // takeIn reads the handelingen recorded in publicatie_nakomer (taking in those up to the
 // stand; the intake reads the others in their turn) and up to Limit new ones after the stand
 // into v, and returns how many it took in. When publicatie_herlees says a handeling was
-// registered behind the stand, it starts from a new, empty view (p.view) instead. full says the intake read as many as it could: more
-// are waiting. Every SweepInterval it compares v with the database afterwards, and starts v
-// again if they disagree.
+// registered behind the stand, it starts from a new, empty view (p.view) instead. full says
+// the intake read as many as it could: more are waiting. Every SweepInterval it compares v
+// with the database afterwards, and starts v again if they disagree.
 func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
-	ts, id, recordedLate, err := readHerlees(ctx, q)
+	oldest, recordedLate, err := readHerlees(ctx, q)
 	if err != nil {
 		return 0, false, err
 	}
 	if recordedLate {
 		p.viewDirty = true // emptied publicatie_herlees
-		if (intakeRow{tsreg: ts, id: id}).before(v.standTsreg, v.standID) || ts.Equal(v.standTsreg) && id == v.standID {
+		if !v.stand.before(oldest) {
 			// Registered behind the stand: the view is no longer the prefix it must be.
 			p.log.Info("handelingen registered with a tsreg the publisher's view had passed; building the view again",
-				slog.Int64("admhnd_id", id), slog.Time("tsreg", ts))
+				slog.Int64("admhnd_id", oldest.id), slog.Time("tsreg", oldest.tsreg))
 			p.m.viewRebuilds.Inc()
 			p.view = newView()
 			v = p.view
 		}
 	}
 	limit := max(0, min(p.cfg.Limit, p.cfg.ViewSize-v.size()))
-	rows, err := readIntake(ctx, q, p.cfg.Excluded, horizon, v.standTsreg, v.standID, limit)
+	rows, err := readIntake(ctx, q, p.cfg.Excluded, horizon, v.stand, limit)
 	if err != nil {
 		return 0, false, err
 	}
 	read, late, recorded := 0, 0, false
 	for _, r := range rows {
 		recorded = recorded || r.nakomer
-		if !r.nakomer && !r.before(v.standTsreg, v.standID) {
-			v.standTsreg, v.standID = r.tsreg, r.id
+		if !r.nakomer && v.stand.before(r.place) {
+			v.stand = r.place
 		}
 	}
 	for i := 0; i < len(rows); {
@@ -211,7 +219,7 @@ func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time
 		switch {
 		case !r.nakomer:
 			read++
-		case r.before(v.standTsreg, v.standID) || r.tsreg.Equal(v.standTsreg) && r.id == v.standID:
+		case !v.stand.before(r.place):
 			late++
 		default:
 			// Beyond the stand: the intake reads it in its turn. Taken in now, it would head
@@ -237,7 +245,7 @@ func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time
 // sweep compares v with the database. When they disagree it starts the view again (the
 // caller's v is then stale; the next round builds on p.view).
 func (p *Publisher) sweep(ctx context.Context, q querier, v *view) (ok bool, err error) {
-	n, xor, err := readChecksum(ctx, q, p.cfg.Excluded, v.standTsreg, v.standID)
+	n, xor, err := readChecksum(ctx, q, p.cfg.Excluded, v.stand)
 	if err != nil {
 		return false, err
 	}
