@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "reconnects_total",
 			Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"}),
 		taken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_taken_total",
-			Help: "Handelingen taken into the leader's view of open work: intake (new ones after the stand) or nakomer (appeared below it: registered late, retried, or not marked)."}, []string{"source"}),
+			Help: "Handelingen taken into the leader's view of open work: intake (new ones after the stand) or nakomer (set back to be delivered, or not marked, and taken back in)."}, []string{"source"}),
 		viewSize: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_handelingen",
 			Help: "Handelingen in the leader's view of open work (at most ViewSize); 0 on followers."}),
 		viewRebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_rebuilds_total",

@@ -398,10 +398,10 @@ func (p *Publisher) shutdown() {
 	}
 }
 
-// round is one publication round, in one database transaction: count what is in flight, read
-// the oldest candidates, keep those that overtake nobody, mark them in_levering, send them (and
-// any whose earlier message was lost) in one broker transaction and, only if the lease is
-// still ours, commit.
+// round is one publication round, in one database transaction: count what is in flight, take
+// what is new into the view of open work, keep its oldest ready handelingen whose persons are
+// not blocked, mark them in_levering, send them (and any whose earlier message was lost) in
+// one broker transaction and, only if the lease is still ours, commit.
 func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more bool, err error) {
 	start := time.Now()
 	defer func() {
