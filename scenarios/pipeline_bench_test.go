@@ -78,21 +78,21 @@ func BenchmarkPipeline(b *testing.B) {
 	pb := newPipelineBench(b)
 	s := pb.size
 	raw := func(batch, goroutines int, ackPerBatch bool) func(*testing.B) {
-		return loop(func(b *testing.B) { pb.raw(b, batch, goroutines, ackPerBatch) })
+		return measured(func(b *testing.B) figures { return pb.raw(b, batch, goroutines, ackPerBatch) })
 	}
 	at := s.at * levering.DefaultWorkers
 	for i := 1; i <= s.pairs; i++ {
 		b.Run(fmt.Sprintf("pair=%d", i), func(b *testing.B) {
-			b.Run("pipeline", loop(func(b *testing.B) { pb.pipeline(b, s.at) }))
+			b.Run("pipeline", measured(func(b *testing.B) figures { return pb.pipeline(b, s.at) }))
 			b.Run("raw", raw(s.rawBatch, at, false))
 			b.Run("raw_ack", raw(s.rawBatch, at, true))
 		})
 	}
 	for _, k := range s.consumers {
-		b.Run(fmt.Sprintf("pipeline/consumers=%d", k), loop(func(b *testing.B) { pb.pipeline(b, k) }))
+		b.Run(fmt.Sprintf("pipeline/consumers=%d", k), measured(func(b *testing.B) figures { return pb.pipeline(b, k) }))
 	}
 	b.Run("chain", pb.chain)
-	b.Run("seed", loop(pb.seed))
+	b.Run("seed", measured(pb.seed))
 	for _, batch := range []int{1, s.rawBatch} {
 		for _, k := range s.consumers {
 			b.Run(fmt.Sprintf("raw/batch=%d/goroutines=%d", batch, k*levering.DefaultWorkers), raw(batch, k*levering.DefaultWorkers, false))
@@ -102,11 +102,17 @@ func BenchmarkPipeline(b *testing.B) {
 	b.Run("scale", pb.scale)
 }
 
-// loop runs one measurement per benchmark iteration (one with -benchtime 1x).
-func loop(f func(b *testing.B)) func(*testing.B) {
+// figures are what one measurement reports, by unit.
+type figures map[string]float64
+
+// measured runs measure once per benchmark iteration (once with -benchtime 1x) and reports
+// its figures.
+func measured(measure func(b *testing.B) figures) func(*testing.B) {
 	return func(b *testing.B) {
 		for b.Loop() {
-			f(b)
+			for unit, v := range measure(b) {
+				b.ReportMetric(v, unit)
+			}
 		}
 	}
 }
@@ -172,30 +178,19 @@ func newPipelineBench(b *testing.B) *pipelineBench {
 	fmt.Printf("workload: %d handelingen over %d persons\npair-consumers: %d\nraw-batch: %d\nextra-env: %s\nquick: %t\n",
 		s.n, s.personen, s.at, s.rawBatch, strings.Join(pb.extra, " "), os.Getenv("BRP_BENCH_QUICK") != "")
 	for range 2 {
-		pb.pipeline(b, s.at, "warm-up")
+		b.Logf("warm-up (not measured): pipeline %.0f/s", pb.pipeline(b, s.at)["hps"])
 	}
-	pb.raw(b, s.rawBatch, s.at*levering.DefaultWorkers, false, "warm-up")
+	b.Logf("warm-up (not measured): raw loop %.0f/s", pb.raw(b, s.rawBatch, s.at*levering.DefaultWorkers, false)["hps"])
 	return pb
 }
 
-// figures are what one measurement reports, by unit.
-type figures map[string]float64
-
-// report reports f, unless the measurement is the warm-up (labelled).
-func report(b *testing.B, f figures, label []string) {
-	if len(label) > 0 {
-		b.Logf("%s: %.0f/s", label[0], f["hps"])
-		return
-	}
-	for unit, v := range f {
-		b.ReportMetric(v, unit)
-	}
-}
-
-// db is a fresh migrated database for one measurement, dropped when it ends.
+// db is a fresh migrated database for one measurement, dropped when it ends. Its pool keeps
+// a connection per raw loop worker: database/sql keeps 2 idle by default, and the others would
+// connect anew for every statement.
 func (pb *pipelineBench) db(b *testing.B) (*sqlx.DB, string) {
 	db, url := brptest.DBOn(b, pb.svc.DatabaseURL())
 	db.SetMaxOpenConns(80)
+	db.SetMaxIdleConns(80)
 	return db, url
 }
 
@@ -236,15 +231,15 @@ func byID(hs []load.Handeling) map[int64]load.Handeling {
 }
 
 // pipeline measures 1 publicatie and k mutatielevering over the pipeline's workload.
-func (pb *pipelineBench) pipeline(b *testing.B, k int, label ...string) {
+func (pb *pipelineBench) pipeline(b *testing.B, k int) figures {
 	db, url := pb.db(b)
 	hs := workload(pb.size.n, pb.size.personen, 1, time.Now().Add(-time.Hour))
 	seed(b, db, hs)
-	report(b, pb.measure(b, db, url, hs, k, 0), label)
+	return pb.measure(b, db, url, hs, k, 0)
 }
 
 // seed measures the seed's fixed-delay polling for a window.
-func (pb *pipelineBench) seed(b *testing.B) {
+func (pb *pipelineBench) seed(b *testing.B) figures {
 	s := pb.size
 	db, url := pb.db(b)
 	hs := workload(s.seedN, s.seedPersonen, 1, time.Now().Add(-time.Hour))
@@ -261,7 +256,7 @@ func (pb *pipelineBench) seed(b *testing.B) {
 	if most := int(s.seedWindow/(5*time.Second)) + 1; int(f["rounds"]) > most {
 		b.Errorf("seed mode ran %.0f rounds in %v, more than one per DELAY: keep the seed workload below LIMIT", f["rounds"], s.seedWindow)
 	}
-	report(b, f, nil)
+	return f
 }
 
 type counts struct{ geleverd, fout, inLevering int }
@@ -464,8 +459,10 @@ func (pb *pipelineBench) chain(b *testing.B) {
 	var all []load.Handeling
 	person := int64(pb.size.personen) + 1_000_000
 	for i, bg := range []int{0, pb.size.chainBackground} {
-		b.Run(fmt.Sprintf("background=%d", bg), loop(func(b *testing.B) {
-			all = append(all, pb.chainRun(b, db, int64(1+500_000*i), person+int64(i), bg)...)
+		b.Run(fmt.Sprintf("background=%d", bg), measured(func(b *testing.B) figures {
+			f, hs := pb.chainRun(b, db, int64(1+500_000*i), person+int64(i), bg)
+			all = append(all, hs...)
+			return f
 		}))
 	}
 	stop(b, ps)
@@ -473,9 +470,9 @@ func (pb *pipelineBench) chain(b *testing.B) {
 	pb.drain(b, q.Publicatie, 0)
 }
 
-// chainRun registers the chain (after its background, if any), waits for it and reports its
-// links; it returns what it registered.
-func (pb *pipelineBench) chainRun(b *testing.B, db *sqlx.DB, firstID, person int64, background int) []load.Handeling {
+// chainRun registers the chain (after its background, if any), waits for it and returns its
+// links' figures and what it registered.
+func (pb *pipelineBench) chainRun(b *testing.B, db *sqlx.DB, firstID, person int64, background int) (figures, []load.Handeling) {
 	n := pb.size.chain
 	base := time.Now().Add(-2 * time.Second).Truncate(time.Millisecond)
 	var hs []load.Handeling
@@ -514,8 +511,8 @@ func (pb *pipelineBench) chainRun(b *testing.B, db *sqlx.DB, firstID, person int
 	}
 	first := links[0]
 	slices.Sort(links)
-	report(b, figures{"link_p50_ms": percentile(links, 0.5), "link_p95_ms": percentile(links, 0.95),
-		"link_p99_ms": percentile(links, 0.99), "link_max_ms": links[len(links)-1], "first_link_ms": first, "chain_ms": sum}, nil)
+	f := figures{"link_p50_ms": percentile(links, 0.5), "link_p95_ms": percentile(links, 0.95),
+		"link_p99_ms": percentile(links, 0.99), "link_max_ms": links[len(links)-1], "first_link_ms": first, "chain_ms": sum}
 	if len(hs) > 0 {
 		// Let the background finish so that the next measurement starts quiet.
 		brptest.Eventually(b, pb.size.timeout, func() error {
@@ -525,14 +522,14 @@ func (pb *pipelineBench) chainRun(b *testing.B, db *sqlx.DB, firstID, person int
 			return nil
 		})
 	}
-	return append(chain, hs...)
+	return f, append(chain, hs...)
 }
 
 // raw measures the raw loop once over pipeline-sized work: batch items per database and
 // broker transaction, goroutines workers connected as the consumer processes' are. With
 // ackPerBatch each batch is acked with one cumulative ack, as the consumer does; else every
 // item (client-individual), as the issue defines the loop.
-func (pb *pipelineBench) raw(b *testing.B, batch, goroutines int, ackPerBatch bool, label ...string) {
+func (pb *pipelineBench) raw(b *testing.B, batch, goroutines int, ackPerBatch bool) figures {
 	ctx := context.Background()
 	n := pb.size.n
 	db, _ := pb.db(b)
@@ -636,7 +633,7 @@ func (pb *pipelineBench) raw(b *testing.B, batch, goroutines int, ackPerBatch bo
 		b.Fatalf("%d of %d messages on the out queue", len(got), n)
 	}
 	pb.drain(b, qin, 0)
-	report(b, f, label)
+	return f
 }
 
 // prefill puts n persistent publications on queue, 100 per broker transaction.
@@ -760,7 +757,7 @@ func (pb *pipelineBench) scale(b *testing.B) {
 	base := time.Now().Add(-400 * 24 * time.Hour).Truncate(time.Second)
 	var filled int64
 	for i, h := range s.history {
-		b.Run(fmt.Sprintf("history=%d", h), loop(func(b *testing.B) {
+		b.Run(fmt.Sprintf("history=%d", h), measured(func(b *testing.B) figures {
 			t := time.Now()
 			fillHistory(b, db, base, filled, h)
 			filled = h
@@ -776,7 +773,7 @@ func (pb *pipelineBench) scale(b *testing.B) {
 				f[k] = v
 			}
 			pb.fullRounds(b, db, url, f, first+5_000_000)
-			report(b, f, nil)
+			return f
 		}))
 	}
 }
