@@ -184,8 +184,8 @@ func verdict(ok bool) string {
 	return "**not met**"
 }
 
-// col is one column of a table: a header, the figure's unit and its format ("" leaves the
-// cell empty when the figure is missing).
+// col is one column of a table: a header, the figure's unit and its format (a measurement
+// without that figure leaves its cell empty).
 type col struct{ head, unit, format string }
 
 // table writes the measurements rs as a markdown table, the first column their names.
@@ -289,6 +289,7 @@ func markdown(r *results) string {
 	for _, x := range r.runs {
 		if a := x.m["wall_s"] * cpus; a > 0 {
 			o := max(0, x.m["cpu_machine_s"]-cpuParts(x.m))
+			x.m["cpu_other_s"] = o // for the CPU table
 			other, avail = other+o, avail+a
 			if o/a > worst {
 				worst, where = o/a, x.name
@@ -336,10 +337,12 @@ func markdown(r *results) string {
 		col{"p50 ms", "full_round_p50_ms", "**%.1f**"}, col{"p95 ms", "full_round_p95_ms", "%.1f"}, col{"order violations", "order_violations", "%.0f"})
 
 	w("## Where the CPU goes\n\nCPU seconds during each measurement (from `/proc`); *postgres* is every backend of the server, ")
-	w("*bench* the benchmark's own process (the raw loop runs there), *machine* all CPUs, everything on the machine.\n\n")
+	w("*bench* the benchmark's own process (the raw loop runs there), *other* the machine's busy time not accounted to these parts ")
+	w("(other processes on the machine), *machine* all CPUs, everything.\n\n")
 	table(&b, "run", r.where(func(x run) bool { return x.m["wall_s"] > 0 }), col{"wall s", "wall_s", "%.1f"}, col{"publicatie", "cpu_publicatie_s", "%.1f"},
 		col{"mutatielevering (all)", "cpu_mutatielevering_s", "%.1f"}, col{"broker JVM", "cpu_broker_s", "%.1f"},
-		col{"postgres", "cpu_postgres_s", "%.1f"}, col{"bench", "cpu_bench_s", "%.1f"}, col{"machine busy", "cpu_machine_s", "%.1f"})
+		col{"postgres", "cpu_postgres_s", "%.1f"}, col{"bench", "cpu_bench_s", "%.1f"}, col{"other", "cpu_other_s", "%.1f"},
+		col{"machine busy", "cpu_machine_s", "%.1f"})
 	return b.String()
 }
 
