@@ -311,11 +311,11 @@ func markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool
 
 // markSQL finds its rows by id, never through the index of open work: it tests for a NULL
 // status as a coalesce with the empty string (the check constraint allows no empty status),
-// a form that index's predicate cannot match. With "statuslev is null" written out, statistics taken
-// while little was open (every row delivered at the last analyze, then a bulk correction)
-// made the planner scan all open work for the ids, every round: 27 ms per round with 200,000
-// open; the benchmark's chain beside 200,000 background handelingen took 12-20 s instead of 4
-// (TestMarkFindsRowsByID).
+// a form that index's predicate cannot match. With "statuslev is null" written out,
+// statistics taken while little was open (every row delivered at the last analyze, then a
+// bulk correction) made the planner scan all open work for the ids, every round: 27 ms per
+// round with 200,000 open; the benchmark's chain beside 200,000 background handelingen took
+// 12-20 s instead of 4 (TestMarkFindsRowsByID).
 const markSQL = `
 		update admhnd set statuslev = ` + handeling.InLeveringSQL + `, tspub = now()
 		where id in (
