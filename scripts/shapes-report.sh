@@ -50,5 +50,7 @@ code=$(tr -d '\n' <"$out/code")
     if ("round_p50_ms" in m) other = sprintf("rounds after the intake: p50 %.2f ms, p90 %.2f ms", m["round_p50_ms"], m["round_p90_ms"])
     printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, rate, vs, chain, link, bound, vsb, other
   }' "$raw"
+  # What a table cannot say (how to read the targets, earlier measurements) is kept by hand.
+  if [[ -f $out/notes.md ]]; then cat "$out/notes.md"; fi
 } >"$out/results.md"
 echo "shapes-report: wrote $out/results.md" >&2

@@ -130,6 +130,13 @@ func ReadFrom(t testing.TB, cfg broker.Config, queue string) *Reader {
 // cond's last error.
 func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
+	EventuallyEvery(t, timeout, 50*time.Millisecond, cond)
+}
+
+// EventuallyEvery is Eventually polling every interval: for conditions that load what a
+// benchmark measures (a count over a million rows).
+func EventuallyEvery(t testing.TB, timeout, interval time.Duration, cond func() error) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
@@ -139,7 +146,7 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not reached within %v: %v", timeout, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

@@ -1,0 +1,82 @@
+package publicatie
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/brp/levering/internal/brptest"
+)
+
+// TestRoundFindsRowsByID checks the plans of the round's statements that look rows up by id
+// (markSQL, and the intake's part for publicatie_nakomer) with the statistics that once made
+// them slow: taken while every handeling was delivered, followed by a bulk of open work. Their
+// generic plans must find the ids through the primary key; through the index of open work
+// (estimated empty) they read every open handeling per round.
+func TestRoundFindsRowsByID(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	ctx := context.Background()
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, stmt := range []string{
+		`insert into admhnd (id, soort, tsreg, statuslev, tslev)
+		 select g, 'VERHUIZING', now() - interval '1 hour' + g * interval '1 ms', 'geleverd', now() from generate_series(1, 1000) g`,
+		`analyze admhnd`,
+		`analyze publicatie_nakomer`,
+		`insert into admhnd (id, soort, tsreg)
+		 select g, 'VERHUIZING', now() - interval '30 minutes' + g * interval '1 ms' from generate_series(1001, 51000) g`,
+		`insert into publicatie_nakomer (admhnd_id) values (5000), (6000)`,
+		`set plan_cache_mode = force_generic_plan`,
+		`prepare mark(bigint[]) as ` + markSQL,
+		`prepare intake(timestamptz, timestamptz, bigint, int) as ` + intakeDefaultSQL,
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	for _, c := range []struct {
+		explain string
+		cond    string // the condition by which the statement must look its rows up
+	}{
+		{`explain execute mark('{1001, 2002, 50000}')`, "Index Cond: (id = ANY ($1))"},
+		{`explain execute intake(now(), now() - interval '10 minutes', 100000, 1000)`, "Index Cond: (id = n.admhnd_id)"},
+	} {
+		plan, err := explain(ctx, conn, c.explain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The scan on the line above the condition, through the primary key.
+		byID := false
+		for i := 1; i < len(plan); i++ {
+			byID = byID || strings.Contains(plan[i], c.cond) && strings.Contains(plan[i-1], "admhnd_pkey")
+		}
+		if !byID {
+			t.Errorf("%s does not look its rows up by id:\n%s", c.explain, strings.Join(plan, "\n"))
+		}
+	}
+}
+
+// explain returns the lines of an explain statement's plan.
+func explain(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, query string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		plan = append(plan, line)
+	}
+	return plan, rows.Err()
+}
