@@ -43,8 +43,8 @@ import (
 //     processes start; the clock runs from starting them to the last tslev.
 //   - chain/background=N: one person's chain of 100 handelingen registered at once, tsreg 1 ms
 //     apart, with 4 mutatielevering: link i is tslev(i) - tslev(i-1), the first link from the
-//     registration's commit; idle, then beside 5,000 others registered just before it,
-//     interleaved in tsreg.
+//     registration's commit; idle, then beside 5,000 others (BRP_BENCH_CHAIN_BACKGROUND)
+//     registered just before it, interleaved in tsreg.
 //   - seed: the seed's polling, a round every DELAY only (WAKEUP=false and the notification
 //     triggers disabled), 4 mutatielevering, 4,000 handelingen over 5,000 persons (candidates
 //     below LIMIT: a full round would start the next at once), geleverd in a 15 s window.
@@ -134,7 +134,7 @@ type benchSize struct {
 
 func benchSizes() benchSize {
 	s := benchSize{n: 20_000, personen: 5_000, consumers: []int{1, 2, 4, 8}, at: 4, pairs: envInt("BRP_BENCH_PAIRS", 5),
-		chain: 100, chainBackground: 5_000, seedN: 4_000, seedPersonen: 5_000, seedK: 4, seedWindow: 15 * time.Second,
+		chain: 100, chainBackground: envInt("BRP_BENCH_CHAIN_BACKGROUND", 5_000), seedN: 4_000, seedPersonen: 5_000, seedK: 4, seedWindow: 15 * time.Second,
 		rawBatch: 20, history: []int64{10_000, 1_000_000, 10_000_000}, backlog: 5_000, backlogPersonen: 1_000,
 		scaleConsumers: 4, isolatedRounds: 20, timeout: 5 * time.Minute}
 	if os.Getenv("BRP_BENCH_QUICK") != "" {
