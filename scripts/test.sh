@@ -33,5 +33,7 @@ go test -count=1 -timeout 20m -v -run '^TestChaos$' "$@" ./scenarios/ | grep -E 
 # The benchmark, small (scripts/bench.sh measures for real): every measurement runs, checks
 # per-person order and is rendered. Only for the whole suite, not for a selection of tests.
 if (($# == 0)); then
-  BRP_BENCH_QUICK=1 BRP_BENCH_OUT=$(mktemp -d) scripts/bench.sh
+  smoke=$(mktemp -d)
+  BRP_BENCH_QUICK=1 BRP_BENCH_OUT=$smoke scripts/bench.sh
+  rm -rf -- "$smoke"
 fi
