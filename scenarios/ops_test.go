@@ -1,14 +1,13 @@
 package scenarios
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,29 +15,19 @@ import (
 
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 )
 
-// scrape reads a process's /metrics and returns the samples without labels, by name.
-func scrape(t testing.TB, p *brptest.Proc) map[string]float64 {
+// scrape reads a process's /metrics (rig.Metrics: samples by name with labels, as written).
+func scrape(t testing.TB, p *brptest.Proc) rig.Metrics {
 	t.Helper()
-	resp, err := http.Get("http://" + p.HTTPAddr() + "/metrics")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := p.Proc.Metrics(ctx)
 	if err != nil {
-		t.Fatalf("metrics of %s: %v", p.Name, err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, value, ok := strings.Cut(line, " ")
-		if v, err := strconv.ParseFloat(value, 64); ok && err == nil {
-			out[name] = v
-		}
-	}
-	return out
+	return m
 }
 
 // readyz returns a process's readiness code and body.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test against a real PostgreSQL and ActiveMQ: starts them (installing what is
-# missing), then go vet and go test. The chaos test runs last, on its own and verbosely, so its
-# counts (published, delivered, duplicates, kills) are printed. Extra arguments go to both go
-# test runs (for example: -run EndToEnd).
+# missing), then go vet and go test. The chaos test runs on its own and verbosely, so its
+# counts (published, delivered, duplicates, kills) are printed; a smoke run of the benchmark
+# comes last. Extra arguments go to both go test runs (for example: -run EndToEnd) and skip the
+# benchmark.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh up
@@ -29,3 +30,10 @@ go vet ./...
 go vet -tags faults ./...
 go test -count=1 -timeout 60m -skip '^TestChaos$' "$@" ./...
 go test -count=1 -timeout 20m -v -run '^TestChaos$' "$@" ./scenarios/ | grep -E '^\s*(=== RUN|--- |chaos_test.go|ok|FAIL|PASS)'
+# The benchmark, small (scripts/bench.sh measures for real): every measurement runs, checks
+# per-person order and is rendered. Only for the whole suite, not for a selection of tests.
+if (($# == 0)); then
+  smoke=$(mktemp -d)
+  BRP_BENCH_QUICK=1 BRP_BENCH_OUT=$smoke scripts/bench.sh
+  rm -rf -- "$smoke"
+fi

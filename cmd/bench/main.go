@@ -1,263 +1,458 @@
-// Command bench measures the pipeline against the real PostgreSQL and ActiveMQ, in one run:
-// throughput of one publicatie and K mutatielevering processes with the default settings,
-// chain latency of one person's handelingen, peak RSS and CPU of every process, the
-// publisher's round time, two references on the same services (a bare receive-update-send-ack
-// loop, once per item and once in batches, and the pipeline in the seed's fixed-delay mode) and
-// the publisher's round time as the delivered history grows. It writes a markdown table to
-// stdout and to <out>/results.md, <out>/results.json and the chart <out>/throughput.svg.
+// Command bench renders what scenarios.BenchmarkPipeline measured (go test's benchmark
+// output, read with golang.org/x/perf/benchfmt) as results.md, the tables that README's
+// Performance section quotes, and throughput.svg, the chart of throughput against consumer
+// processes. scripts/bench.sh runs the benchmark and then this:
 //
-// scripts/bench.sh starts the services, builds the binaries into bin/ and runs it; the real
-// publicatie and mutatielevering binaries are found next to this one (or with -bin).
+//	go run ./cmd/bench [-out docs/bench] [bench.txt]
+//
+// It measures nothing: what each figure is, and how it was measured, is said in
+// scenarios/pipeline_bench_test.go.
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/brp/levering/levering"
 )
 
-// options are the command's flags.
-type options struct {
-	n, personen     int
-	consumers       []int
-	history         []int64
-	quick           bool
-	out, logs, bin  string
-	db              string
-	keep            bool
-	chain           int
-	chainBackground int
-	seedN           int
-	seedPersonen    int
-	seedWindow      time.Duration
-	seedConsumers   int
-	rawN            int
-	rawBatch        int
-	backlog         int
-	backlogPersonen int
-	scaleConsumers  int
-	phaseTimeout    time.Duration
-	only            []string
-	env             []string
-	render          string
-	pairs           int
-	warmup          bool
-}
-
-var sections = []string{"pipeline", "chain", "seed", "raw", "pairs", "scale"}
-
-func (o options) runs(section string) bool {
-	return len(o.only) == 0 || slices.Contains(o.only, section)
-}
-
-type listFlag[T int | int64] struct{ v *[]T }
-
-func (l listFlag[T]) String() string {
-	if l.v == nil {
-		return ""
+func main() {
+	out := flag.String("out", "docs/bench", "directory for results.md and throughput.svg")
+	flag.Parse()
+	in, name := io.Reader(os.Stdin), "stdin"
+	if flag.NArg() > 0 {
+		f, err := os.Open(flag.Arg(0))
+		if err != nil {
+			fail(err)
+		}
+		defer f.Close()
+		in, name = f, flag.Arg(0)
 	}
-	var s []string
-	for _, x := range *l.v {
-		s = append(s, strconv.FormatInt(int64(x), 10))
+	r, err := read(in, name)
+	if err != nil {
+		fail(err)
 	}
-	return strings.Join(s, ",")
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail(err)
+	}
+	for file, text := range map[string]string{"results.md": markdown(r), "throughput.svg": chart(r)} {
+		if err := os.WriteFile(filepath.Join(*out, file), []byte(text), 0o644); err != nil {
+			fail(err)
+		}
+	}
 }
 
-func (l listFlag[T]) Set(v string) error {
-	var out []T
-	for _, f := range strings.Split(v, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
+func fail(err error) {
+	slog.Error("bench: cannot render", "error", err)
+	os.Exit(1)
+}
+
+// results are one run of BenchmarkPipeline: its configuration lines and its measurements in
+// the order they ran.
+type results struct {
+	cfg  map[string]string
+	runs []run
+}
+
+// run is one measurement: its name below BenchmarkPipeline ("pipeline/consumers=4") and its
+// figures by unit.
+type run struct {
+	name string
+	m    map[string]float64
+}
+
+func read(in io.Reader, name string) (*results, error) {
+	r := &results{cfg: map[string]string{}}
+	br := benchfmt.NewReader(in, name)
+	for br.Scan() {
+		x, ok := br.Result().(*benchfmt.Result)
+		if !ok {
 			continue
 		}
-		mult := int64(1)
-		switch {
-		case strings.HasSuffix(f, "M"), strings.HasSuffix(f, "m"):
-			mult, f = 1_000_000, f[:len(f)-1]
-		case strings.HasSuffix(f, "k"), strings.HasSuffix(f, "K"):
-			mult, f = 1_000, f[:len(f)-1]
+		base, parts := x.Name.Parts()
+		if string(base) != "Pipeline" {
+			continue
 		}
-		x, err := strconv.ParseInt(f, 10, 64)
-		if err != nil || x < 0 {
-			return fmt.Errorf("%q is not a non-negative number", f)
+		var sub []string
+		for _, p := range parts {
+			if s := string(p); strings.HasPrefix(s, "/") { // not the -GOMAXPROCS suffix
+				sub = append(sub, s[1:])
+			}
 		}
-		out = append(out, T(x*mult))
+		m := map[string]float64{}
+		for _, v := range x.Values {
+			m[v.Unit] = v.Value
+		}
+		r.runs = append(r.runs, run{strings.Join(sub, "/"), m})
+		for _, c := range x.Config {
+			r.cfg[c.Key] = string(c.Value)
+		}
 	}
-	if len(out) == 0 {
-		return errors.New("empty list")
+	if err := br.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	*l.v = out
+	if len(r.runs) == 0 {
+		return nil, fmt.Errorf("read %s: no BenchmarkPipeline results", name)
+	}
+	return r, nil
+}
+
+// get is the figures of the measurement called name (nil if there is none).
+func (r *results) get(name string) map[string]float64 {
+	for _, x := range r.runs {
+		if x.name == name {
+			return x.m
+		}
+	}
 	return nil
 }
 
-type stringsFlag struct{ v *[]string }
+// under is the measurements whose names begin with prefix, with the rest of the name.
+func (r *results) under(prefix string) []run {
+	var out []run
+	for _, x := range r.runs {
+		if rest, ok := strings.CutPrefix(x.name, prefix); ok {
+			out = append(out, run{rest, x.m})
+		}
+	}
+	return out
+}
 
-func (s stringsFlag) String() string {
-	if s.v == nil {
+// where is the measurements for which keep is true.
+func (r *results) where(keep func(run) bool) []run {
+	var out []run
+	for _, x := range r.runs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// pairs is the pair=I measurements: pipeline, raw and raw_ack each (missing ones nil).
+func (r *results) pairs() [][3]map[string]float64 {
+	var out [][3]map[string]float64
+	for i := 1; r.get(fmt.Sprintf("pair=%d/pipeline", i)) != nil; i++ {
+		p := fmt.Sprintf("pair=%d/", i)
+		out = append(out, [3]map[string]float64{r.get(p + "pipeline"), r.get(p + "raw"), r.get(p + "raw_ack")})
+	}
+	return out
+}
+
+// median of one figure over the pairs' side i (0 pipeline, 1 raw, 2 raw_ack).
+func median(ps [][3]map[string]float64, i int, unit string) float64 {
+	var xs []float64
+	for _, p := range ps {
+		if p[i] != nil && p[i][unit] > 0 {
+			xs = append(xs, p[i][unit])
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return (xs[(len(xs)-1)/2] + xs[len(xs)/2]) / 2
+}
+
+// span is "lo-hi" of one figure over the pairs' side i.
+func span(ps [][3]map[string]float64, i int, unit, format string) string {
+	var xs []float64
+	for _, p := range ps {
+		if p[i] != nil {
+			xs = append(xs, p[i][unit])
+		}
+	}
+	if len(xs) == 0 {
 		return ""
 	}
-	return strings.Join(*s.v, " ")
+	return fmt.Sprintf(format+"-"+format, slices.Min(xs), slices.Max(xs))
 }
-func (s stringsFlag) Set(v string) error { *s.v = append(*s.v, v); return nil }
 
-// parseFlags reads args into options; -quick changes the defaults of the flags not given.
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	o := options{
-		n: 20000, personen: 5000, consumers: []int{1, 2, 4, 8}, history: []int64{10_000, 1_000_000, 10_000_000},
-		out: "docs/bench", logs: ".run/bench", db: "brp_bench", chain: 100, chainBackground: 5000,
-		seedN: 4000, seedPersonen: 5000, seedWindow: 15 * time.Second, seedConsumers: 4, rawBatch: 20, backlog: 5000, backlogPersonen: 1000,
-		scaleConsumers: 4, phaseTimeout: 5 * time.Minute, pairs: 5, warmup: true,
+func verdict(ok bool) string {
+	if ok {
+		return "met"
 	}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.IntVar(&o.n, "n", o.n, "handelingen per pipeline run (and messages per raw-ceiling run)")
-	fs.IntVar(&o.personen, "personen", o.personen, "distinct persons of the pipeline runs")
-	fs.Var(listFlag[int]{&o.consumers}, "consumers", "mutatielevering process counts, comma-separated")
-	fs.Var(listFlag[int64]{&o.history}, "history", "delivered history sizes for the scale test, comma-separated (10k, 1M allowed)")
-	fs.BoolVar(&o.quick, "quick", false, "smoke run: N=2000, consumers 1,2, history 10k,100k, shorter seed window")
-	fs.StringVar(&o.out, "out", o.out, "directory for results.md, results.json and throughput.svg")
-	fs.StringVar(&o.logs, "logs", o.logs, "directory for the processes' logs (a subdirectory per run)")
-	fs.StringVar(&o.bin, "bin", "", "directory holding publicatie and mutatielevering (default: next to this binary)")
-	fs.StringVar(&o.db, "db", o.db, "database created afresh on the configured server (dropped at the end unless -keep)")
-	fs.BoolVar(&o.keep, "keep", false, "keep the bench database")
-	fs.IntVar(&o.chain, "chain", o.chain, "length of the one-person chain")
-	fs.IntVar(&o.chainBackground, "chain-background", o.chainBackground, "background handelingen during the second chain measurement (0: skip it)")
-	fs.IntVar(&o.seedN, "seed-n", o.seedN, "handelingen of the seed-mode run (keep the non-excluded ones below LIMIT 5000: see the notes)")
-	fs.IntVar(&o.seedPersonen, "seed-personen", o.seedPersonen, "persons of the seed-mode run")
-	fs.DurationVar(&o.seedWindow, "seed-window", o.seedWindow, "how long seed mode runs (a multiple of DELAY); its rate is geleverd/window")
-	fs.IntVar(&o.seedConsumers, "seed-consumers", o.seedConsumers, "mutatielevering processes in seed mode")
-	fs.IntVar(&o.rawN, "raw-n", 0, "messages per raw-ceiling run (default: -n)")
-	fs.IntVar(&o.rawBatch, "raw-batch", o.rawBatch, "items per transaction of the batched raw ceiling")
-	fs.IntVar(&o.pairs, "pairs", o.pairs, "alternating pipeline / batched raw runs for the headline ratio (section pairs)")
-	fs.BoolVar(&o.warmup, "warmup", o.warmup, "first run the pipeline and the raw loop once, unmeasured, so the broker's JIT is warm for both")
-	fs.IntVar(&o.backlog, "backlog", o.backlog, "handelingen published at each history size of the scale test")
-	fs.IntVar(&o.backlogPersonen, "backlog-personen", o.backlogPersonen, "persons of that backlog")
-	fs.IntVar(&o.scaleConsumers, "scale-consumers", o.scaleConsumers, "mutatielevering processes in the scale test")
-	fs.DurationVar(&o.phaseTimeout, "phase-timeout", o.phaseTimeout, "give up on one measurement after this long")
-	fs.StringVar(&o.render, "render", "", "measure nothing: write results.md and throughput.svg (and stdout) again from this results.json into -out")
-	only := ""
-	fs.StringVar(&only, "only", "", "run only these sections, comma-separated: "+strings.Join(sections, ","))
-	fs.Var(stringsFlag{&o.env}, "env", "KEY=VALUE added to every publicatie and mutatielevering process (repeatable; for experiments, recorded in the results)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
+	return "**not met**"
+}
+
+// col is one column of a table: a header, the figure's unit and its format (a measurement
+// without that figure leaves its cell empty).
+type col struct{ head, unit, format string }
+
+// table writes the measurements rs as a markdown table, the first column their names.
+func table(w io.Writer, first string, rs []run, cols ...col) {
+	fmt.Fprintf(w, "| %s |", first)
+	for _, c := range cols {
+		fmt.Fprintf(w, " %s |", c.head)
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if o.quick {
-		def := func(name string, apply func()) {
-			if !set[name] {
-				apply()
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(cols)))
+	for _, x := range rs {
+		fmt.Fprintf(w, "| %s |", strings.ReplaceAll(x.name, "/", ", "))
+		for _, c := range cols {
+			if v, ok := x.m[c.unit]; ok {
+				fmt.Fprintf(w, " "+c.format+" |", v)
+			} else {
+				fmt.Fprint(w, " |")
 			}
 		}
-		def("n", func() { o.n = 2000 })
-		def("personen", func() { o.personen = 500 })
-		def("consumers", func() { o.consumers = []int{1, 2} })
-		def("history", func() { o.history = []int64{10_000, 100_000} })
-		def("chain-background", func() { o.chainBackground = 500 })
-		def("seed-window", func() { o.seedWindow = 10 * time.Second })
-		def("backlog", func() { o.backlog = 2000 })
-		def("backlog-personen", func() { o.backlogPersonen = 400 })
-		def("phase-timeout", func() { o.phaseTimeout = 2 * time.Minute })
-		def("pairs", func() { o.pairs = 1 })
+		fmt.Fprintln(w)
 	}
-	if o.rawN == 0 {
-		o.rawN = o.n
-	}
-	if only != "" {
-		for _, s := range strings.Split(only, ",") {
-			if !slices.Contains(sections, s) {
-				return o, fmt.Errorf("-only: unknown section %q (known: %s)", s, strings.Join(sections, ","))
-			}
-			o.only = append(o.only, s)
-		}
-	}
-	for _, kv := range o.env {
-		if !strings.Contains(kv, "=") || !strings.HasPrefix(kv, "BRP_") {
-			return o, fmt.Errorf("-env %q: expected BRP_NAME=VALUE", kv)
-		}
-	}
+	fmt.Fprintln(w)
+}
+
+// history is the delivered history of a scale measurement's name ("history=10000000").
+func history(name string) string {
+	_, v, _ := strings.Cut(name, "=")
+	n, _ := strconv.ParseInt(v, 10, 64)
 	switch {
-	case o.n <= 0 || o.personen <= 0 || o.seedN <= 0 || o.seedPersonen <= 0 || o.chain < 1 || o.backlog <= 0 || o.backlogPersonen <= 0 || o.rawBatch < 1 || o.pairs < 1:
-		return o, errors.New("-n, -personen, -chain, -backlog, -backlog-personen, -raw-batch and -pairs must be positive")
-	case slices.ContainsFunc(o.consumers, func(k int) bool { return k < 1 }):
-		return o, errors.New("-consumers: every count must be at least 1")
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1_000 && n%1_000 == 0:
+		return fmt.Sprintf("%dk", n/1_000)
 	}
-	slices.Sort(o.consumers)
-	o.consumers = slices.Compact(o.consumers)
-	slices.Sort(o.history)
-	o.history = slices.Compact(o.history)
-	if o.bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return o, err
-		}
-		o.bin = filepath.Dir(self)
-	}
-	return o, nil
+	return v
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
+func markdown(r *results) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	c := r.cfg
+	w("# Benchmark results\n\nWritten by `scripts/bench.sh` on %s, code %s; %s CPUs (%s), Linux %s; %s; %s.\n",
+		c["date"], c["code"], c["cpus"], c["cpu"], c["kernel"], c["postgres"], c["broker"])
+	w("Publisher and consumers with their **default settings** (DELAY 5000 ms, LIMIT 5000, MAXINLEVERING 1000, %d workers per consumer process, batches of up to %d)",
+		levering.DefaultWorkers, levering.DefaultBatch)
+	if c["extra-env"] != "" {
+		w(", except `%s`", c["extra-env"])
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
-		os.Exit(2)
+	w(". Workload: %s, 30%% multi-person, 5%% excluded. What each measurement does: `BenchmarkPipeline` in ", c["workload"])
+	w("scenarios/pipeline_bench_test.go; raw output (go test's benchmark format, for benchstat): bench.txt.\n\n")
+	if c["quick"] == "true" {
+		w("**Quick (smoke) run: small sizes, not for comparison.**\n\n")
 	}
-	if o.render != "" {
-		if err := render(o.render, o.out, os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
-			os.Exit(1)
-		}
-		return
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := run(ctx, o, os.Stdout, os.Stderr)
-	if err == nil && res != nil && len(res.Errors) > 0 {
-		err = fmt.Errorf("%d measurement(s) failed: %s", len(res.Errors), strings.Join(res.Errors, "; "))
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
-		os.Exit(1)
-	}
-}
 
-// buildInfo describes the code measured: the VCS revision when the binary carries it.
-func buildInfo() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return runtime.Version()
+	at, _ := strconv.Atoi(c["pair-consumers"])
+	g := at * levering.DefaultWorkers
+	ps := r.pairs()
+	pipe, raw, rawAck := median(ps, 0, "hps"), median(ps, 1, "hps"), median(ps, 2, "hps")
+	w("## Headline\n\n| measure | value | target |\n|---|---:|---|\n")
+	if len(ps) > 0 {
+		var ratios []string
+		for _, p := range ps {
+			ratios = append(ratios, fmt.Sprintf("%.2f", p[0]["hps"]/p[1]["hps"]))
+		}
+		w("| throughput, 1 publicatie + %d mutatielevering, median of %d pairs | %.0f handelingen/s | |\n", at, len(ps), pipe)
+		w("| raw ceiling, batches of %s, %d goroutines (the same concurrency), median of the pairs | %.0f /s | |\n", c["raw-batch"], g, raw)
+		w("| the same, one ack per batch (as the consumer acks), median of the pairs | %.0f /s | |\n", rawAck)
+		w("| pipeline / raw batched, as the issue defines the raw loop (pairs: %s) | **%.2f** | ≥ 0.7: %s |\n",
+			strings.Join(ratios, ", "), pipe/raw, verdict(pipe/raw >= 0.7))
+		w("| pipeline / raw batched acking once per batch | %.2f | stricter than the issue |\n", pipe/rawAck)
+		w("| CPU ms per handeling or item (all measured parts), pipeline / raw batched / raw acking once per batch | %s / %s / %s | |\n",
+			span(ps, 0, "cpu_ms", "%.2f"), span(ps, 1, "cpu_ms", "%.2f"), span(ps, 2, "cpu_ms", "%.2f"))
 	}
-	rev, modified := "", ""
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "+dirty"
+	if x := r.get(fmt.Sprintf("raw/batch=1/goroutines=%d", g)); x != nil && pipe > 0 {
+		w("| pipeline / raw 1 item per transaction (%.0f /s) | %.2f | |\n", x["hps"], pipe/x["hps"])
+	}
+	if x := r.get("seed"); x != nil && pipe > 0 {
+		w("| pipeline / seed mode (%.0f handelingen/s) | %.1f | ≥ 10: %s |\n", x["hps"], pipe/x["hps"], verdict(pipe/x["hps"] >= 10))
+	}
+	if cs := r.under("chain/"); len(cs) > 0 {
+		var p50 []string
+		ok := true
+		for _, x := range cs {
+			p50 = append(p50, fmt.Sprintf("%.1f", x.m["link_p50_ms"]))
+			ok = ok && x.m["link_p50_ms"] <= 20
+		}
+		w("| chain of one person, per-link p50 (%s) | %s ms | ≤ 20 ms: %s |\n", strings.Join(names(cs), " / "), strings.Join(p50, " / "), verdict(ok))
+	}
+	if ss := r.under("scale/"); len(ss) >= 2 {
+		first, last := ss[0], ss[len(ss)-1]
+		full, inPipe := last.m["full_round_p50_ms"]/first.m["full_round_p50_ms"], last.m["round_p50_ms"]/first.m["round_p50_ms"]
+		w("| publisher round time p50, %s / %s history: full rounds; in the pipeline | %.2f; %.2f | ≤ 2: %s |\n",
+			history(last.name), history(first.name), full, inPipe, verdict(full <= 2 && inPipe <= 2))
+	}
+	viol := 0.0
+	for _, x := range r.runs {
+		viol += x.m["order_violations"]
+	}
+	w("| per-person order violations, all runs | %.0f | 0: %s |\n\n", viol, verdict(viol == 0))
+	var other, avail, worst float64
+	where, cpus := "", number(c["cpus"])
+	for _, x := range r.runs {
+		if a := x.m["wall_s"] * cpus; a > 0 {
+			o := max(0, x.m["cpu_machine_s"]-cpuParts(x.m))
+			x.m["cpu_other_s"] = o // for the CPU table
+			other, avail = other+o, avail+a
+			if o/a > worst {
+				worst, where = o/a, x.name
 			}
 		}
 	}
-	if rev == "" {
-		return bi.GoVersion
+	if avail > 0 {
+		w("Other processes on the machine used %.0f%% of its CPU on average during the measurements (most: %.0f%% during %s).\n\n",
+			100*other/avail, 100*worst, where)
 	}
-	return rev[:min(12, len(rev))] + modified + " " + bi.GoVersion
+
+	w("## Throughput\n\nFrom starting the processes to the last tslev; *steady* from the first tslev to the last. ")
+	w("Round times from the publisher's debug log, rounds that published something.\n\n")
+	table(&b, "mutatielevering", r.under("pipeline/consumers="), col{"handelingen/s", "hps", "**%.0f**"}, col{"steady /s", "steady_hps", "%.0f"},
+		col{"first after s", "first_s", "%.2f"}, col{"round p50 ms", "round_p50_ms", "%.1f"}, col{"round p95 ms", "round_p95_ms", "%.1f"},
+		col{"rounds", "rounds", "%.0f"}, col{"published per round", "published_per_round", "%.0f"}, col{"max in levering", "max_in_levering", "%.0f"},
+		col{"duplicates", "duplicates", "%.0f"}, col{"order violations", "order_violations", "%.0f"},
+		col{"peak RSS MB publicatie", "publicatie_peak_MB", "%.0f"}, col{"mutatielevering (max)", "mutatielevering_peak_MB", "%.0f"},
+		col{"warnings", "warnings", "%.0f"}, col{"CPU ms per handeling", "cpu_ms", "%.3f"})
+
+	w("## Pairs: the headline ratio, measured in turn\n\n*CPU ms*: the CPU time of the measured parts (the commands, broker, PostgreSQL, ")
+	w("bench) per handeling or item; raw / pipeline CPU is what the throughput ratio would be if both kept the machine equally busy.\n\n")
+	w("| pair | pipeline /s | raw batched /s | ratio | raw, one ack per batch /s | ratio | CPU ms pipeline / raw / raw one ack per batch | raw CPU / pipeline CPU |\n")
+	w("|---:|---:|---:|---:|---:|---:|---|---:|\n")
+	for i, p := range ps {
+		if p[1] == nil || p[2] == nil {
+			continue
+		}
+		w("| %d | %.0f | %.0f | %.2f | %.0f | %.2f | %.3f / %.3f / %.3f | %.2f |\n", i+1, p[0]["hps"], p[1]["hps"], p[0]["hps"]/p[1]["hps"],
+			p[2]["hps"], p[0]["hps"]/p[2]["hps"], p[0]["cpu_ms"], p[1]["cpu_ms"], p[2]["cpu_ms"], p[1]["cpu_ms"]/p[0]["cpu_ms"])
+	}
+
+	w("\n## Chain latency\n\n")
+	table(&b, "run", r.under("chain/"), col{"p50 ms", "link_p50_ms", "**%.1f**"}, col{"p95 ms", "link_p95_ms", "%.1f"},
+		col{"p99 ms", "link_p99_ms", "%.1f"}, col{"max ms", "link_max_ms", "%.1f"}, col{"first link ms", "first_link_ms", "%.1f"},
+		col{"whole chain ms", "chain_ms", "%.0f"})
+
+	w("## References on the same services\n\nThe raw loop, and seed mode (geleverd in its window / window).\n\n")
+	table(&b, "reference", r.where(func(x run) bool { return strings.HasPrefix(x.name, "raw/") || x.name == "seed" }), col{"items/s", "hps", "**%.0f**"}, col{"CPU ms per item", "cpu_ms", "%.3f"})
+
+	w("## Scale: round time as the delivered history grows\n\n")
+	table(&b, "history", r.under("scale/"), col{"admhnd rows", "rows", "%.0f"}, col{"fill s", "fill_s", "%.1f"},
+		col{"in the pipeline: rounds", "rounds", "%.0f"}, col{"p50 ms", "round_p50_ms", "**%.1f**"}, col{"p95 ms", "round_p95_ms", "%.1f"},
+		col{"backlog /s", "hps", "%.0f"}, col{"warnings", "warnings", "%.0f"}, col{"full rounds: published per round", "full_published_per_round", "%.0f"},
+		col{"p50 ms", "full_round_p50_ms", "**%.1f**"}, col{"p95 ms", "full_round_p95_ms", "%.1f"}, col{"order violations", "order_violations", "%.0f"})
+
+	w("## Where the CPU goes\n\nCPU seconds during each measurement (from `/proc`); *postgres* is every backend of the server, ")
+	w("*bench* the benchmark's own process (the raw loop runs there), *other* the machine's busy time not accounted to these parts ")
+	w("(other processes on the machine), *machine* all CPUs, everything.\n\n")
+	table(&b, "run", r.where(func(x run) bool { return x.m["wall_s"] > 0 }), col{"wall s", "wall_s", "%.1f"}, col{"publicatie", "cpu_publicatie_s", "%.1f"},
+		col{"mutatielevering (all)", "cpu_mutatielevering_s", "%.1f"}, col{"broker JVM", "cpu_broker_s", "%.1f"},
+		col{"postgres", "cpu_postgres_s", "%.1f"}, col{"bench", "cpu_bench_s", "%.1f"}, col{"other", "cpu_other_s", "%.1f"},
+		col{"machine busy", "cpu_machine_s", "%.1f"})
+	return b.String()
+}
+
+// number is the configuration value v as a number (0 if it is none).
+func number(v string) float64 {
+	x, _ := strconv.ParseFloat(v, 64)
+	return x
+}
+
+func names(rs []run) []string {
+	var out []string
+	for _, x := range rs {
+		out = append(out, x.name)
+	}
+	return out
+}
+
+// cpuParts is the CPU seconds of the measured parts of a measurement.
+func cpuParts(m map[string]float64) float64 {
+	return m["cpu_publicatie_s"] + m["cpu_mutatielevering_s"] + m["cpu_broker_s"] + m["cpu_postgres_s"] + m["cpu_bench_s"]
+}
+
+// chart draws handelingen per second against the number of mutatielevering processes, with
+// the raw loop at the same concurrency and seed mode for reference.
+func chart(r *results) string {
+	const W, H, left, top, plotW, plotH = 880, 440, 70, 60, 500, 320
+	type series struct {
+		label, color, dash string
+		pts                [][2]float64 // consumers, per second
+	}
+	var pipe, raw1, raw20 series
+	pipe, raw1, raw20 = series{"pipeline", "#1f5fbf", "", nil}, series{"raw loop, 1 item per transaction", "#e07b00", "6 4", nil},
+		series{"raw loop, batches of " + r.cfg["raw-batch"], "#2a9d3a", "6 4", nil}
+	var xs []float64
+	for _, x := range r.under("pipeline/consumers=") {
+		k, _ := strconv.ParseFloat(x.name, 64)
+		xs = append(xs, k)
+		pipe.pts = append(pipe.pts, [2]float64{k, x.m["hps"]})
+		g := int(k) * levering.DefaultWorkers
+		if m := r.get(fmt.Sprintf("raw/batch=1/goroutines=%d", g)); m != nil {
+			raw1.pts = append(raw1.pts, [2]float64{k, m["hps"]})
+		}
+		if m := r.get(fmt.Sprintf("raw/batch=%s/goroutines=%d", r.cfg["raw-batch"], g)); m != nil {
+			raw20.pts = append(raw20.pts, [2]float64{k, m["hps"]})
+		}
+	}
+	all := []series{raw20, raw1, pipe}
+	if m := r.get("seed"); m != nil {
+		seed := series{"seed mode (a round every 5 s)", "#c0392b", "2 4", nil}
+		for _, k := range xs {
+			seed.pts = append(seed.pts, [2]float64{k, m["hps"]})
+		}
+		all = append(all, seed)
+	}
+	top0 := 1.0
+	for _, s := range all {
+		for _, p := range s.pts {
+			top0 = max(top0, p[1])
+		}
+	}
+	step := 1.0
+	for step*10 < top0 {
+		step *= 10
+	}
+	if top0/step < 4 {
+		step /= 2
+	}
+	topY := (float64(int(top0*1.05/step)) + 1) * step
+	xpos := func(k float64) float64 {
+		i := slices.Index(xs, k)
+		return left + 30 + float64(i)*(plotW-60)/float64(max(1, len(xs)-1))
+	}
+	ypos := func(v float64) float64 { return top + plotH - v/topY*plotH }
+
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Helvetica, Arial, sans-serif">`+"\n", W, H, W, H)
+	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	w(`<text x="%d" y="28" font-size="17" font-weight="bold" fill="#222">Throughput: 1 publicatie + K mutatielevering (default settings)</text>`+"\n", left)
+	w(`<text x="%d" y="48" font-size="12" fill="#555">%s · %s CPUs · %s</text>`+"\n", left, r.cfg["workload"], r.cfg["cpus"], r.cfg["date"])
+	for v := 0.0; v <= topY; v += step {
+		w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, ypos(v), left+plotW, ypos(v))
+		w(`<text x="%d" y="%.1f" font-size="12" fill="#555" text-anchor="end">%.0f</text>`+"\n", left-8, ypos(v)+4, v)
+	}
+	for _, k := range xs {
+		w(`<text x="%.1f" y="%d" font-size="13" fill="#333" text-anchor="middle">%g</text>`+"\n", xpos(k), top+plotH+20, k)
+	}
+	w(`<text x="%d" y="%d" font-size="13" fill="#333" text-anchor="middle">mutatielevering processes (%d workers each; the raw loop at as many goroutines)</text>`+"\n",
+		left+plotW/2, top+plotH+44, levering.DefaultWorkers)
+	w(`<text transform="translate(20 %d) rotate(-90)" font-size="13" fill="#333" text-anchor="middle">handelingen (items) per second</text>`+"\n", top+plotH/2)
+	for i, s := range all {
+		var path []string
+		for _, p := range s.pts {
+			path = append(path, fmt.Sprintf("%.1f,%.1f", xpos(p[0]), ypos(p[1])))
+		}
+		width := 2
+		if s.dash == "" {
+			width = 3
+		}
+		w(`<polyline points="%s" fill="none" stroke="%s" stroke-width="%d" stroke-dasharray="%s"/>`+"\n", strings.Join(path, " "), s.color, width, s.dash)
+		if s.dash == "" {
+			for _, p := range s.pts {
+				w(`<circle cx="%.1f" cy="%.1f" r="5" fill="%s"/>`+"\n", xpos(p[0]), ypos(p[1]), s.color)
+				w(`<text x="%.1f" y="%.1f" font-size="12" font-weight="bold" fill="%s" text-anchor="middle">%.0f</text>`+"\n", xpos(p[0]), ypos(p[1])-10, s.color, p[1])
+			}
+		}
+		ly := top + 10 + 30*i
+		w(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="%d" stroke-dasharray="%s"/>`+"\n", left+plotW+16, ly, left+plotW+46, ly, s.color, width, s.dash)
+		w(`<text x="%d" y="%d" font-size="12" fill="#222">%s</text>`+"\n", left+plotW+52, ly+4, s.label)
+	}
+	w("</svg>\n")
+	return b.String()
 }

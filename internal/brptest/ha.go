@@ -115,7 +115,7 @@ func (r *ReplicatedDB) StandbyURL() string {
 
 // KillPrimary kills the primary's postmaster and every backend with SIGKILL, as a crash of
 // its host would: nothing is flushed or said goodbye to.
-func (r *ReplicatedDB) KillPrimary() { r.s.signalTree(r.s.dbPID(), syscall.SIGKILL) }
+func (r *ReplicatedDB) KillPrimary() { r.s.signalTree(r.s.DBPID(), syscall.SIGKILL) }
 
 // Promote makes the standby a primary (pg_ctl promote) and waits until it accepts writes.
 func (r *ReplicatedDB) Promote() { r.s.run("promote-pg-standby") }

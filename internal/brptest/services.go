@@ -197,21 +197,24 @@ func (s *Services) pid(file string) int {
 // PauseBroker freezes the private broker (SIGSTOP to it and every process it started), as a
 // VM pause would: its sockets stay open and its kernel answers, but it reads and sends
 // nothing. ResumeBroker lets it go on (SIGCONT).
-func (s *Services) PauseBroker() { s.signalTree(s.brokerPID(), syscall.SIGSTOP) }
+func (s *Services) PauseBroker() { s.signalTree(s.BrokerPID(), syscall.SIGSTOP) }
 
 // ResumeBroker ends PauseBroker.
-func (s *Services) ResumeBroker() { s.signalTree(s.brokerPID(), syscall.SIGCONT) }
+func (s *Services) ResumeBroker() { s.signalTree(s.BrokerPID(), syscall.SIGCONT) }
 
 // PauseDB freezes the private PostgreSQL (the postmaster and every backend) as PauseBroker
 // does the broker; ResumeDB lets it go on.
-func (s *Services) PauseDB() { s.signalTree(s.dbPID(), syscall.SIGSTOP) }
+func (s *Services) PauseDB() { s.signalTree(s.DBPID(), syscall.SIGSTOP) }
 
 // ResumeDB ends PauseDB.
-func (s *Services) ResumeDB() { s.signalTree(s.dbPID(), syscall.SIGCONT) }
+func (s *Services) ResumeDB() { s.signalTree(s.DBPID(), syscall.SIGCONT) }
 
-func (s *Services) dbPID() int { return s.pid(filepath.Join("pg", "data", "postmaster.pid")) }
+// DBPID is the private PostgreSQL server's process (the postmaster; its backends are its
+// children).
+func (s *Services) DBPID() int { return s.pid(filepath.Join("pg", "data", "postmaster.pid")) }
 
-func (s *Services) brokerPID() int {
+// BrokerPID is the private broker's process.
+func (s *Services) BrokerPID() int {
 	if s.rabbit {
 		return s.pid(filepath.Join("rabbitmq", "rabbitmq.pid"))
 	}

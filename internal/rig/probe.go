@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,14 +115,14 @@ func (p *Proc) Metrics(ctx context.Context) (Metrics, error) {
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("%s: /metrics: HTTP %d", p.Name, code)
 	}
-	return ParseMetrics(string(b)), nil
+	return parseMetrics(string(b)), nil
 }
 
 // Metrics maps a sample's name with labels, as written (`x_bucket{le="0.001"}`), to its value.
 type Metrics map[string]float64
 
-// ParseMetrics reads Prometheus's text format.
-func ParseMetrics(s string) Metrics {
+// parseMetrics reads Prometheus's text format.
+func parseMetrics(s string) Metrics {
 	out := Metrics{}
 	for _, line := range strings.Split(s, "\n") {
 		if line == "" || line[0] == '#' {
@@ -141,61 +139,4 @@ func ParseMetrics(s string) Metrics {
 		out[line[:i]] = v
 	}
 	return out
-}
-
-// Bucket is one cumulative histogram bucket.
-type Bucket struct{ Le, Count float64 }
-
-// Histogram returns the cumulative buckets (ascending, +Inf last), sum and count of name.
-func (m Metrics) Histogram(name string) (bs []Bucket, sum, count float64, ok bool) {
-	prefix := name + `_bucket{le="`
-	for k, v := range m {
-		if !strings.HasPrefix(k, prefix) {
-			continue
-		}
-		le, err := strconv.ParseFloat(strings.TrimSuffix(k[len(prefix):], `"}`), 64)
-		if err != nil {
-			continue
-		}
-		bs = append(bs, Bucket{le, v})
-	}
-	slices.SortFunc(bs, func(a, b Bucket) int {
-		switch {
-		case a.Le < b.Le:
-			return -1
-		case a.Le > b.Le:
-			return 1
-		}
-		return 0
-	})
-	sum, okS := m[name+"_sum"]
-	count, okC := m[name+"_count"]
-	return bs, sum, count, okS && okC && len(bs) > 0
-}
-
-// Quantile is Prometheus's histogram_quantile: linear interpolation inside the bucket that
-// holds the q-th observation; the highest finite bound when it falls in +Inf.
-func Quantile(q float64, bs []Bucket) float64 {
-	if len(bs) == 0 {
-		return math.NaN()
-	}
-	total := bs[len(bs)-1].Count
-	if total == 0 {
-		return math.NaN()
-	}
-	rank := q * total
-	prevLe, prevCount := 0.0, 0.0
-	for _, b := range bs {
-		if b.Count >= rank {
-			if math.IsInf(b.Le, 1) {
-				return prevLe
-			}
-			if b.Count == prevCount {
-				return b.Le
-			}
-			return prevLe + (b.Le-prevLe)*(rank-prevCount)/(b.Count-prevCount)
-		}
-		prevLe, prevCount = b.Le, b.Count
-	}
-	return prevLe
 }

@@ -3,7 +3,6 @@ package rig
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +31,6 @@ func (p *Proc) CPUSeconds() float64 {
 func statusKB(pid int, key string) int64 {
 	return procField(fmt.Sprintf("/proc/%d/status", pid), key)
 }
-
-// PeakRSSKB is a process's peak resident memory (VmHWM) in kB.
-func PeakRSSKB(pid int) int64 { return statusKB(pid, "VmHWM") }
 
 // procField reads the first number of the line "key: n ..." of a /proc file.
 func procField(file, key string) int64 {
@@ -80,15 +76,6 @@ func cpuOf(pid int) (procCPU, error) {
 	return procCPU{utime: num(11), stime: num(12), cutime: num(13), cstime: num(14), ppid: ppid}, nil
 }
 
-// Parent is a process's parent's pid (0 if unknown).
-func Parent(pid int) int {
-	c, err := cpuOf(pid)
-	if err != nil {
-		return 0
-	}
-	return c.ppid
-}
-
 // Children lists the pids whose parent is pid.
 func Children(pid int) []int {
 	ents, _ := os.ReadDir("/proc")
@@ -119,20 +106,6 @@ func TreeCPU(pid int) float64 {
 		if cc, err := cpuOf(ch); err == nil {
 			total += cc.self()
 		}
-	}
-	return total
-}
-
-// TreePSSKB is the proportional set size (shared pages divided among sharers) of pid and its
-// live children, in kB.
-func TreePSSKB(pid int) int64 {
-	if pid == 0 {
-		return 0
-	}
-	pss := func(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss") }
-	total := pss(pid)
-	for _, ch := range Children(pid) {
-		total += pss(ch)
 	}
 	return total
 }
@@ -176,30 +149,6 @@ func MarkCPU(brokerPID, pgPID int) CPUMark {
 		m.Self = c.self()
 	}
 	return m
-}
-
-// FindBroker finds the ActiveMQ JVM that scripts/services.sh started for the STOMP port of
-// stompAddr (0: not on this machine).
-func FindBroker(stompAddr string) int {
-	_, port, _ := strings.Cut(stompAddr, ":")
-	want := "-Dbrp.stomp.port=" + port
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		for _, arg := range strings.Split(string(b), "\x00") {
-			if arg == want {
-				return pid
-			}
-		}
-	}
-	return 0
 }
 
 // Frozen reports whether the process is stopped (SIGSTOP): state T in /proc.

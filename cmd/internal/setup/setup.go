@@ -157,7 +157,7 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 // GOMAXPROCS environment variable says otherwise. Both commands mostly wait for the database
 // and the broker; with more threads every hand-over between goroutines (frame reader, worker,
 // writer) wakes another thread, and those wake-ups cost more CPU than the parallelism gains
-// (cmd/bench, 4 consumer processes on 2 CPUs: about a fifth less CPU in the consumers and
+// (the benchmark, 4 consumer processes on 2 CPUs: about a fifth less CPU in the consumers and
 // 5% more throughput). mutatielevering scales out by running more processes.
 func OneThread() {
 	if os.Getenv("GOMAXPROCS") == "" {
