@@ -102,11 +102,8 @@ func verifyDeliveredWithin(t testing.TB, db *sqlx.DB, hs []load.Handeling, verze
 		}
 	}
 	var rep load.OrderReport
+	byID := load.ByID(hs)
 	brptest.Eventually(t, 30*time.Second, func() error {
-		byID := map[int64]load.Handeling{}
-		for _, h := range hs {
-			byID[h.ID] = h
-		}
 		rep = load.CheckOrder(verzending.IDs(), byID)
 		if rep.Distinct != want {
 			return fmt.Errorf("verzending holds %d distinct handelingen, want %d", rep.Distinct, want)

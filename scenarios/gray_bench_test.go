@@ -194,12 +194,7 @@ func runGray(b testing.TB, f grayFault, n int) grayResult {
 		}
 	}
 	// Everything delivered: what is still open after 10 minutes is lost.
-	want := 0
-	for _, h := range g.w.hs {
-		if h.Soort != load.ExcludedSoort && len(h.Personen) > 0 {
-			want++
-		}
-	}
+	want := load.Deliverable(g.w.hs)
 	deadline := time.Now().Add(10 * time.Minute)
 	for g.w.delivered(b) < want && time.Now().Before(deadline) {
 		time.Sleep(time.Second)
@@ -279,10 +274,7 @@ func runGray(b testing.TB, f grayFault, n int) grayResult {
 	}
 
 	// The verzending queue: order and duplicates.
-	byID := map[int64]load.Handeling{}
-	for _, h := range g.w.hs {
-		byID[h.ID] = h
-	}
+	byID := load.ByID(g.w.hs)
 	var rep load.OrderReport
 	wait := time.Now().Add(5 * time.Minute)
 	for {

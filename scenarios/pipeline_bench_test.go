@@ -211,25 +211,6 @@ func seed(b *testing.B, db *sqlx.DB, hs []load.Handeling) {
 	}
 }
 
-// expected counts the handelingen of hs that end geleverd: not excluded, with persons.
-func expected(hs []load.Handeling) int {
-	n := 0
-	for _, h := range hs {
-		if h.Soort != load.ExcludedSoort && len(h.Personen) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-func byID(hs []load.Handeling) map[int64]load.Handeling {
-	m := make(map[int64]load.Handeling, len(hs))
-	for _, h := range hs {
-		m[h.ID] = h
-	}
-	return m
-}
-
 // pipeline measures 1 publicatie and k mutatielevering over the pipeline's workload.
 func (pb *pipelineBench) pipeline(b *testing.B, k int) figures {
 	db, url := pb.db(b)
@@ -305,7 +286,7 @@ func stop(b *testing.B, ps []*brptest.Proc) {
 // expected handeling is geleverd (or, with window > 0, for window), reads the processes'
 // figures right before stopping them, then reads the verzending queue back and checks its order.
 func (pb *pipelineBench) measure(b *testing.B, db *sqlx.DB, dbURL string, hs []load.Handeling, k int, window time.Duration, extra ...string) figures {
-	want, from, to := expected(hs), hs[0].ID, hs[len(hs)-1].ID
+	want, from, to := load.Deliverable(hs), hs[0].ID, hs[len(hs)-1].ID
 	q := brptest.NewQueues(b)
 	f := figures{}
 	m0 := rig.MarkCPU(pb.brokerPID, pb.pgPID)
@@ -380,7 +361,7 @@ func (pb *pipelineBench) drain(b *testing.B, queue string, want int) []int64 {
 
 // order checks the verzending queue's ids against hs: all geleverd there, persons in order.
 func (f figures) order(b *testing.B, ids []int64, hs []load.Handeling, geleverd int) {
-	rep := load.CheckOrder(ids, byID(hs))
+	rep := load.CheckOrder(ids, load.ByID(hs))
 	f["duplicates"], f["order_violations"] = float64(rep.Duplicates), float64(len(rep.Violations))
 	if rep.Distinct < geleverd {
 		b.Errorf("verzending queue has %d distinct handelingen, database %d geleverd", rep.Distinct, geleverd)
@@ -466,7 +447,7 @@ func (pb *pipelineBench) chain(b *testing.B) {
 		}))
 	}
 	stop(b, ps)
-	figures{}.order(b, pb.drain(b, q.Verzending, expected(all)), all, expected(all))
+	figures{}.order(b, pb.drain(b, q.Verzending, load.Deliverable(all)), all, load.Deliverable(all))
 	pb.drain(b, q.Publicatie, 0)
 }
 
@@ -516,8 +497,8 @@ func (pb *pipelineBench) chainRun(b *testing.B, db *sqlx.DB, firstID, person int
 	if len(hs) > 0 {
 		// Let the background finish so that the next measurement starts quiet.
 		brptest.Eventually(b, pb.size.timeout, func() error {
-			if c := countRange(b, db, hs[0].ID, hs[len(hs)-1].ID); c.geleverd+c.fout < expected(hs) {
-				return fmt.Errorf("background: %d of %d geleverd", c.geleverd, expected(hs))
+			if c := countRange(b, db, hs[0].ID, hs[len(hs)-1].ID); c.geleverd+c.fout < load.Deliverable(hs) {
+				return fmt.Errorf("background: %d of %d geleverd", c.geleverd, load.Deliverable(hs))
 			}
 			return nil
 		})

@@ -133,6 +133,27 @@ func Insert(ctx context.Context, db *sqlx.DB, hs []Handeling) error {
 	return nil
 }
 
+// Deliverable counts the handelingen of hs that end geleverd: not of the excluded soort and
+// with persons (those without end in fout).
+func Deliverable(hs []Handeling) int {
+	n := 0
+	for _, h := range hs {
+		if h.Soort != ExcludedSoort && len(h.Personen) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// ByID indexes hs by id, as CheckOrder takes them.
+func ByID(hs []Handeling) map[int64]Handeling {
+	m := make(map[int64]Handeling, len(hs))
+	for _, h := range hs {
+		m[h.ID] = h
+	}
+	return m
+}
+
 // OrderReport is the result of CheckOrder.
 type OrderReport struct {
 	Messages   int      // messages read from the verzending queue
