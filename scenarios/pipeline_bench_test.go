@@ -292,24 +292,20 @@ func (pb *pipelineBench) measure(b *testing.B, db *sqlx.DB, dbURL string, hs []l
 	m0 := rig.MarkCPU(pb.brokerPID, pb.pgPID)
 	t0 := time.Now()
 	ps := pb.start(b, dbURL, q, k, extra...)
-	deadline := t0.Add(pb.size.timeout)
-	for {
-		// Every poll counts over the whole workload (~3 ms of database CPU): at 100 ms that was
-		// 2.5 % of the machine during the pipeline runs, which the raw loop does not pay. The
-		// rate comes from tslev, not from when a poll saw the end.
-		time.Sleep(250 * time.Millisecond)
+	// Every poll counts over the whole workload (~3 ms of database CPU): at 100 ms that was
+	// 2.5 % of the machine during the pipeline runs, which the raw loop does not pay. The rate
+	// comes from tslev, not from when a poll saw the end.
+	brptest.EventuallyEvery(b, pb.size.timeout, 250*time.Millisecond, func() error {
 		c := countRange(b, db, from, to)
 		f["max_in_levering"] = max(f["max_in_levering"], float64(c.inLevering))
 		if window > 0 && time.Since(t0) >= window || window == 0 && c.geleverd+c.fout >= want {
-			break
+			return nil
 		}
 		if err := rig.ExitedEarly(procs(ps)...); err != nil {
 			b.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("not done after %v: geleverd %d of %d, in levering %d, fout %d", pb.size.timeout, c.geleverd, want, c.inLevering, c.fout)
-		}
-	}
+		return fmt.Errorf("geleverd %d of %d, in levering %d, fout %d", c.geleverd, want, c.inLevering, c.fout)
+	})
 	pb.processFigures(b, f, m0, ps)
 	roundFigures(f, "", ps[0])
 	stop(b, ps)

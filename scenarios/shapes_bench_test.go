@@ -207,7 +207,7 @@ func (sr *shapeRun) roundTimes(b *testing.B, n int) {
 	// database it measures (polling the statuses of a million rows every 50 ms made the
 	// rounds of blocked_1M 1.7x (p50) and 2.5x (p90) as long as those of blocked_1k).
 	var ms []float64
-	for deadline := time.Now().Add(20 * time.Minute); ; time.Sleep(time.Second) {
+	brptest.EventuallyEvery(b, 20*time.Minute, time.Second, func() error {
 		ms = ms[:0]
 		published := 0
 		for _, l := range sr.pub.Lines("round committed") {
@@ -216,13 +216,11 @@ func (sr *shapeRun) roundTimes(b *testing.B, n int) {
 				ms = append(ms, l["duration"].(float64)/1e6)
 			}
 		}
-		if len(ms) >= n || published >= len(sr.w.hs) {
-			break
+		if len(ms) < n && published < len(sr.w.hs) {
+			return fmt.Errorf("%d rounds after the intake, waiting for %d", len(ms), n)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d rounds after the intake within 20 minutes, waiting for %d", len(ms), n)
-		}
-	}
+		return nil
+	})
 	if len(ms) == 0 {
 		b.Fatal("no rounds after the intake")
 	}
