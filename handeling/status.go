@@ -22,6 +22,12 @@ const (
 	Fout Status = "fout"
 )
 
+// FoutOvertaken is the foutreden the publisher gives a handeling whose persons were added after
+// a newer handeling of one of them was published (bijhouding committed them late): delivered
+// now, it would reach afnemers after that newer one. An operator decides; a retry delivers it
+// all the same.
+const FoutOvertaken = "ingehaald: personen toegevoegd nadat een nieuwere handeling van dezelfde persoon was gepubliceerd"
+
 // The statuses as SQL literals, for queries written as constants: "statuslev = " + InLeveringSQL.
 // TeLeveren has none: it is "statuslev is null".
 const (

@@ -22,6 +22,7 @@ type metrics struct {
 	taken        *prometheus.CounterVec
 	viewSize     prometheus.Gauge
 	viewRebuilds prometheus.Counter
+	overtaken    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,16 +47,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Handelingen in the leader's view of open work (at most ViewSize); 0 on followers."}),
 		viewRebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_rebuilds_total",
 			Help: "Times the leader's view of open work disagreed with the database and was built again."}),
+		overtaken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_overtaken_total",
+			Help: "Handelingen whose persons were added after a newer handeling of one of them was published: fout (set fout, still to be delivered) or published (already published without them)."}, []string{"outcome"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
-			m.taken, m.viewSize, m.viewRebuilds)
+			m.taken, m.viewSize, m.viewRebuilds, m.overtaken)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
 	}
 	for _, s := range []string{"intake", "nakomer"} {
 		m.taken.WithLabelValues(s)
+	}
+	for _, o := range []string{"fout", "published"} {
+		m.overtaken.WithLabelValues(o)
 	}
 	return m
 }

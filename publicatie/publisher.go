@@ -430,7 +430,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	if _, err := q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.Wartezeit.Milliseconds(), 10)); err != nil {
 		return 0, false, dbErr(err)
 	}
-	horizon, err := readHorizon(ctx, q)
+	horizon, mayMark, err := readHorizon(ctx, q)
 	if err != nil {
 		return 0, false, dbErr(err)
 	}
@@ -462,6 +462,11 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 			return 0, false, dbErr(err)
 		}
 		keep = Select(candidates, blocked, budget)
+		if !mayMark && len(keep) > 0 {
+			// A transaction adding late persons is open: the view may lack some (readHorizon).
+			p.log.Debug("a transaction adding persons late is open; marking nothing this round")
+			keep = nil
+		}
 	}
 	if len(keep) == 0 && len(stale) == 0 {
 		if !p.viewDirty {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/lib/pq"
@@ -14,31 +15,99 @@ import (
 )
 
 // readHorizon returns the registration time before which no handeling can still appear: the
-// start of the oldest transaction in progress in this database (bijhouding stamps tsreg at or
-// after its transaction's start, so an open transaction may still add handelingen as old as
-// its start), or now when none is open. It must be read before the candidates: a transaction
-// that commits between the two reads is then either seen open here or visible there.
+// start of the oldest transaction in progress in this database that may still register one
+// (bijhouding stamps tsreg at or after its transaction's start, so an open transaction may
+// still add handelingen as old as its start), or now when none is open. It must be read before
+// the candidates: a transaction that commits between the two reads is then either seen open
+// here or visible there.
 //
-// The service's own sessions (dbsession.ServiceSessionSQL) are left out: they never register
-// handelingen, and a consumer frozen inside its transaction would otherwise hold back every
-// publication until the database ends its session.
+// Left out: the service's own sessions (dbsession.ServiceSessionSQL), which never register
+// handelingen (a consumer frozen inside its transaction would otherwise hold back every
+// publication until the database ends its session), and transactions that have written
+// nothing (no transaction id) for longer than LateWriterGrace: a pg_dump or a report must not
+// hold back publication for its whole duration. Such a transaction that registers a handeling
+// after all is a late writer; migration 0009's triggers record it, so the view is built again,
+// and mayMark keeps order while it is open.
+//
+// mayMark is false while a transaction that added late persons or wrote late is open (it holds
+// advisory lock 7345002 shared): the round must not mark anything then, since the view may
+// lack persons that transaction is adding. When true, the round holds the lock exclusively
+// until it ends, so such a transaction's trigger waits for the round and then sees what it
+// marked (docs/robustness.md, "Late arrivals").
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
-func readHorizon(ctx context.Context, q querier) (time.Time, error) {
-	var h time.Time
-	if err := q.QueryRowContext(ctx, horizonSQL).Scan(&h); err != nil {
-		return h, fmt.Errorf("read horizon: %w", err)
+func readHorizon(ctx context.Context, q querier) (h time.Time, mayMark bool, err error) {
+	if err := q.QueryRowContext(ctx, horizonSQL, LateWriterGrace.Seconds()).Scan(&h, &mayMark); err != nil {
+		return h, false, fmt.Errorf("read horizon: %w", err)
 	}
-	return h, nil
+	return h, mayMark, nil
 }
 
-const horizonSQL = `
+// LateWriterGrace is how long a transaction without a transaction id holds back the horizon.
+// Migration 0009 calls a transaction whose first registration comes more than half of it
+// after its start a late writer: the margin covers the time between a round's clock reading
+// and its look at pg_stat_activity.
+const LateWriterGrace = time.Second
+
+// lateLockKey is the advisory lock of migration 0009 (publicatie_personen_toegevoegd).
+const lateLockKey = 7_345_002
+
+var horizonSQL = `
 		select least(clock_timestamp(), (
 			select min(xact_start) from pg_stat_activity
 			where datname = current_database() and pid <> pg_backend_pid()
 			  and backend_type = 'client backend' and xact_start is not null
-			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false)))`
+			  and (backend_xid is not null or xact_start > clock_timestamp() - make_interval(secs => $1))
+			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false))),
+		pg_try_advisory_xact_lock(` + strconv.Itoa(lateLockKey) + `)`
+
+// readOvertaken empties publicatie_ingehaald: handelingen whose persons were added late while
+// a newer handeling of one of those persons was already published. Delivered now, they would
+// reach the verzending queue after that newer one, so those still to be delivered are set
+// fout (handeling.FoutOvertaken) and returned with published false; those already published
+// before their persons were complete are returned with published true, to be reported.
+func readOvertaken(ctx context.Context, q querier, excluded []string) ([]overtaken, error) {
+	rows, err := q.QueryContext(ctx, overtakenSQL, handeling.FoutOvertaken, pq.Array(excluded))
+	if err != nil {
+		return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
+	}
+	defer rows.Close()
+	var out []overtaken
+	for rows.Next() {
+		var o overtaken
+		if err := rows.Scan(&o.id, &o.door, &o.published); err != nil {
+			return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
+	}
+	return out, nil
+}
+
+// overtaken is a handeling of publicatie_ingehaald: door is the newer handeling published first.
+type overtaken struct {
+	id, door  int64
+	published bool
+}
+
+var overtakenSQL = `
+		with d as (
+			delete from publicatie_ingehaald returning admhnd_id, door_id
+		), o as (
+			select admhnd_id, min(door_id) as door_id from d group by admhnd_id
+		), f as (
+			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $1
+			from o where a.id = o.admhnd_id and a.statuslev is null and ` + handeling.NotExcludedSQL("$2") + `
+			returning a.id
+		)
+		select o.admhnd_id, o.door_id, f.id is null
+		from o left join f on f.id = o.admhnd_id
+		join admhnd a on a.id = o.admhnd_id
+		where f.id is not null or a.statuslev::text in ('in_levering', 'geleverd')
+		order by o.admhnd_id`
 
 // querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
 type querier interface {

@@ -181,6 +181,9 @@ func (p *Publisher) viewFor(epoch int64) *view {
 // the intake read as many as it could: more are waiting. Every SweepInterval it compares v
 // with the database afterwards, and starts v again if they disagree.
 func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
+	if err := p.reportOvertaken(ctx, q); err != nil {
+		return 0, false, err
+	}
 	oldest, recordedLate, err := readHerlees(ctx, q)
 	if err != nil {
 		return 0, false, err
@@ -240,6 +243,33 @@ func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time
 		}
 	}
 	return read + late, limit > 0 && read == limit, nil
+}
+
+// reportOvertaken sets fout the handelingen recorded in publicatie_ingehaald that are still to
+// be delivered and reports those already published (readOvertaken). Both are a breach of the
+// contract by bijhouding (a handeling's persons committed after it); the log names the ids so
+// an operator can find them, never the persons.
+func (p *Publisher) reportOvertaken(ctx context.Context, q querier) error {
+	found, err := readOvertaken(ctx, q, p.cfg.Excluded)
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	p.viewDirty = true // emptied publicatie_ingehaald
+	for _, o := range found {
+		if o.published {
+			p.m.overtaken.WithLabelValues("published").Inc()
+			p.log.Warn("persons added to a published handeling after a newer handeling of one of them was published: afnemers may have received them out of order",
+				slog.Int64("admhnd_id", o.id), slog.Int64("newer_admhnd_id", o.door))
+			continue
+		}
+		p.m.overtaken.WithLabelValues("fout").Inc()
+		p.log.Warn("persons added to a handeling after a newer handeling of one of them was published; set fout, an operator decides",
+			slog.Int64("admhnd_id", o.id), slog.Int64("newer_admhnd_id", o.door))
+	}
+	return nil
 }
 
 // sweep compares v with the database. When they disagree it starts the view again (the
