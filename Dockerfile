@@ -15,7 +15,8 @@ RUN go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/publicatie ./cmd/mutatiel
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/publicatie /out/mutatielevering /usr/local/bin/
-USER nonroot:nonroot
+# Numeric (distroless's nonroot), so that Kubernetes' runAsNonRoot can check it.
+USER 65532:65532
 # /metrics, /healthz, /readyz (and the publisher's /status): no personal data. Inside a container
 # the listener must take all interfaces. The operator pages (BRP_OPERATE_ADDR) stay off unless
 # configured, and on all interfaces they need BRP_OPERATE_* authentication (README).

@@ -25,6 +25,13 @@ if ((${#missing[@]})); then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
   fi
 fi
+# Tools from the Go module proxy, pinned: helm (the chart's lint and rendering) and kubeconform
+# (the rendered manifests against the Kubernetes and Prometheus Operator schemas).
+tools=$PWD/.run/bin
+mkdir -p "$tools"
+export PATH=$tools:$PATH
+command -v helm >/dev/null || GOBIN=$tools go install helm.sh/helm/v3/cmd/helm@v3.16.3
+command -v kubeconform >/dev/null || GOBIN=$tools go install github.com/yannh/kubeconform/cmd/kubeconform@v0.6.7
 eval "$(scripts/services.sh env)"
 go vet ./...
 go vet -tags faults ./...
