@@ -1,16 +1,34 @@
 // Package schema owns the database schema: the contract's admhnd tables plus the service's own
 // columns, indexes and tables, as ordered SQL migrations embedded in the binary.
+//
+// Migrations run online, beside bijhouding registering on the same tables: no step may block
+// an insert into admhnd or admhnd_persoon for more than about a second, whatever the tables'
+// size. So a migration is two parts. The first runs in one transaction with a short
+// lock_timeout: it may take a lock bijhouding's inserts wait for (a trigger, a column), but
+// only briefly, and a lock it cannot get within Config.LockTimeout (behind a pg_dump, say) is
+// given up and tried again later, rather than queueing every insert behind it. After the line
+// "-- brp:outside-transaction" come statements that run one by one outside any transaction:
+// "create index concurrently", which builds an index without blocking writes. A migration
+// counts as applied only when both parts are done; after a crash it runs again from the
+// start, so both parts must be idempotent ("if not exists", "create or replace"), and an
+// index a crashed "concurrently" build left invalid is dropped and built again.
 package schema
 
 import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/lib/pq"
 )
 
 //go:embed migrations/*.sql
@@ -19,11 +37,18 @@ var migrations embed.FS
 // migrateLockKey serialises concurrent Migrate calls (several replicas deploying at once).
 const migrateLockKey = 7_345_001
 
+// outsideMarker starts the part of a migration run statement by statement outside a
+// transaction.
+const outsideMarker = "-- brp:outside-transaction"
+
 // Migration is one embedded schema step.
 type Migration struct {
 	Version int
 	Name    string
-	SQL     string
+	// SQL runs in one transaction with a short lock_timeout.
+	SQL string
+	// Outside are statements run one by one outside a transaction (create index concurrently).
+	Outside []string
 }
 
 // Migrations returns the embedded migrations in the order they are applied.
@@ -47,64 +72,320 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema: read %q: %w", name, err)
 		}
-		out = append(out, Migration{Version: v, Name: name, SQL: string(body)})
+		m := Migration{Version: v, Name: name}
+		inTx, outside, _ := strings.Cut(string(body), outsideMarker)
+		m.SQL = inTx
+		for _, s := range strings.Split(outside, ";") {
+			if s = strings.TrimSpace(stripComments(s)); s != "" {
+				m.Outside = append(m.Outside, s)
+			}
+		}
+		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
 }
 
-// Migrate applies every migration not yet recorded in schema_migrations, in one transaction
-// under an advisory lock, so it is idempotent and safe to run from several processes at once.
-// It returns the names of the migrations it applied.
+func stripComments(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "--") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// Latest is the version of the newest embedded migration: the schema this binary needs.
+func Latest() int {
+	all, err := Migrations()
+	if err != nil || len(all) == 0 {
+		return 0
+	}
+	return all[len(all)-1].Version
+}
+
+// Config says how Migrate treats bijhouding beside it. Zero values mean the defaults.
+type Config struct {
+	// LockTimeout is the longest a migration waits for a lock on a table (and so the longest
+	// bijhouding's inserts queue behind that wait); then it rolls back and tries again.
+	// Default 500 ms; at most 10 s.
+	LockTimeout time.Duration
+	// Retry is the pause before the first retry after a lock timeout, doubling up to 10 s.
+	// Default 200 ms.
+	Retry time.Duration
+	// Log, when set, hears of every retry and every invalid index rebuilt.
+	Log *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.LockTimeout == 0 {
+		c.LockTimeout = 500 * time.Millisecond
+	}
+	if c.Retry == 0 {
+		c.Retry = 200 * time.Millisecond
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c Config) validate() error {
+	if c.LockTimeout < 0 || c.LockTimeout > 10*time.Second {
+		return fmt.Errorf("schema: Config.LockTimeout %s: expected 0 (500 ms) up to 10s", c.LockTimeout)
+	}
+	if c.Retry < 0 || c.Retry > 10*time.Second {
+		return fmt.Errorf("schema: Config.Retry %s: expected 0 (200 ms) up to 10s", c.Retry)
+	}
+	return nil
+}
+
+// Migrate is MigrateWith with the default Config.
 func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
+	return MigrateWith(ctx, db, Config{})
+}
+
+// MigrateWith applies every migration not yet recorded in schema_migrations, in order, under
+// a session advisory lock, so it is idempotent and safe to run from several processes at
+// once. It returns the names of the migrations it applied. It retries a step that times out
+// on a lock until ctx ends.
+func MigrateWith(ctx context.Context, db *sql.DB, cfg Config) ([]string, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
 	all, err := Migrations()
 	if err != nil {
 		return nil, err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("schema: begin: %w", err)
+		return nil, fmt.Errorf("schema: connect: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	if _, err := tx.ExecContext(ctx, `select pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `select pg_advisory_lock($1)`, migrateLockKey); err != nil {
 		return nil, fmt.Errorf("schema: lock: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `create table if not exists schema_migrations (
+	defer conn.ExecContext(context.WithoutCancel(ctx), `select pg_advisory_unlock($1)`, migrateLockKey) //nolint:errcheck // the session's end releases it too
+	if _, err := conn.ExecContext(ctx, `create table if not exists schema_migrations (
 		version int primary key, name text not null, applied_at timestamptz not null default now())`); err != nil {
 		return nil, fmt.Errorf("schema: create schema_migrations: %w", err)
 	}
-	applied := map[int]bool{}
-	rows, err := tx.QueryContext(ctx, `select version from schema_migrations`)
+	applied, err := appliedVersions(ctx, conn)
 	if err != nil {
-		return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
-		}
-		applied[v] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
+		return nil, err
 	}
 	var done []string
 	for _, m := range all {
-		if applied[m.Version] {
+		if _, ok := applied[m.Version]; ok {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return nil, fmt.Errorf("schema: apply %s: %w", m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `insert into schema_migrations (version, name) values ($1, $2)`, m.Version, m.Name); err != nil {
-			return nil, fmt.Errorf("schema: record %s: %w", m.Name, err)
+		if err := apply(ctx, conn, cfg, m); err != nil {
+			return done, err
 		}
 		done = append(done, m.Name)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("schema: commit: %w", err)
-	}
 	return done, nil
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func appliedVersions(ctx context.Context, q queryer) (map[int]time.Time, error) {
+	rows, err := q.QueryContext(ctx, `select version, applied_at from schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	applied := map[int]time.Time{}
+	for rows.Next() {
+		var v int
+		var at time.Time
+		if err := rows.Scan(&v, &at); err != nil {
+			return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
+		}
+		applied[v] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
+	}
+	return applied, nil
+}
+
+// apply runs one migration: its transaction (retried on lock timeouts), its statements
+// outside a transaction, then records it.
+func apply(ctx context.Context, conn *sql.Conn, cfg Config, m Migration) error {
+	record := `insert into schema_migrations (version, name) values ($1, $2) on conflict do nothing`
+	err := retryLocked(ctx, cfg, m.Name, func() error {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() //nolint:errcheck // no-op after commit
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`set local lock_timeout = %d`, cfg.LockTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		if strings.TrimSpace(stripComments(m.SQL)) != "" {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return err
+			}
+		}
+		if len(m.Outside) == 0 {
+			if _, err := tx.ExecContext(ctx, record, m.Version, m.Name); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return fmt.Errorf("schema: apply %s: %w", m.Name, err)
+	}
+	if len(m.Outside) == 0 {
+		return nil
+	}
+	for _, stmt := range m.Outside {
+		if err := outside(ctx, conn, cfg, m.Name, stmt); err != nil {
+			return fmt.Errorf("schema: apply %s: %w", m.Name, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, record, m.Version, m.Name); err != nil {
+		return fmt.Errorf("schema: record %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+var concurrentIndex = regexp.MustCompile(`(?is)^create\s+(?:unique\s+)?index\s+concurrently\s+if\s+not\s+exists\s+(\w+)`)
+
+// outside runs one statement outside a transaction. Before an index build it drops an invalid
+// index of that name: what a "concurrently" build leaves behind when it is interrupted, and
+// which "if not exists" would otherwise keep forever.
+func outside(ctx context.Context, conn *sql.Conn, cfg Config, name, stmt string) error {
+	if _, err := conn.ExecContext(ctx, `set lock_timeout = 0`); err != nil {
+		return err
+	}
+	if m := concurrentIndex.FindStringSubmatch(stmt); m != nil {
+		var invalid bool
+		err := conn.QueryRowContext(ctx, `select exists (select from pg_index i join pg_class c on c.oid = i.indexrelid
+			where c.relname = $1 and c.relnamespace = current_schema()::regnamespace and not i.indisvalid)`, m[1]).Scan(&invalid)
+		if err != nil {
+			return err
+		}
+		if invalid {
+			cfg.Log.Warn("invalid index left by an interrupted build: building it again", slog.String("migration", name), slog.String("index", m[1]))
+			if _, err := conn.ExecContext(ctx, `drop index concurrently if exists `+pq.QuoteIdentifier(m[1])); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := conn.ExecContext(ctx, stmt)
+	return err
+}
+
+// retryLocked runs f until it does not fail on a lock timeout, pausing in between so that the
+// inserts that queued behind the attempt get through.
+func retryLocked(ctx context.Context, cfg Config, name string, f func() error) error {
+	pause := cfg.Retry
+	for attempt := 1; ; attempt++ {
+		err := f()
+		var pe *pq.Error
+		if err == nil || !errors.As(err, &pe) || pe.Code != "55P03" { // lock_not_available
+			return err
+		}
+		cfg.Log.Info("migration waits for a lock held by another session; trying again",
+			slog.String("migration", name), slog.Int("attempt", attempt), slog.Float64("retry_in_seconds", pause.Seconds()))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 10*time.Second)
+	}
+}
+
+// State is the schema of a database as Status reads it.
+type State struct {
+	// Current is the newest applied version (0: none).
+	Current int
+	// Latest is the newest version this binary carries.
+	Latest int
+	// Migrations are this binary's migrations with when each was applied (zero: pending).
+	Migrations []MigrationState
+	// InvalidIndexes are indexes an interrupted "concurrently" build left behind.
+	InvalidIndexes []string
+}
+
+// MigrationState is one migration and when it was applied.
+type MigrationState struct {
+	Version   int
+	Name      string
+	AppliedAt time.Time
+}
+
+// Pending counts the migrations this binary carries that the database lacks.
+func (s State) Pending() int {
+	n := 0
+	for _, m := range s.Migrations {
+		if m.AppliedAt.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// Status reads which migrations the database has.
+func Status(ctx context.Context, db *sql.DB) (State, error) {
+	all, err := Migrations()
+	if err != nil {
+		return State{}, err
+	}
+	st := State{Latest: Latest()}
+	applied := map[int]time.Time{}
+	var exists bool
+	if err := db.QueryRowContext(ctx, `select to_regclass('schema_migrations') is not null`).Scan(&exists); err != nil {
+		return st, fmt.Errorf("schema: status: %w", err)
+	}
+	if exists {
+		if applied, err = appliedVersions(ctx, db); err != nil {
+			return st, err
+		}
+	}
+	for v := range applied {
+		st.Current = max(st.Current, v)
+	}
+	for _, m := range all {
+		st.Migrations = append(st.Migrations, MigrationState{Version: m.Version, Name: m.Name, AppliedAt: applied[m.Version]})
+	}
+	rows, err := db.QueryContext(ctx, `select c.relname from pg_index i join pg_class c on c.oid = i.indexrelid
+		where c.relnamespace = current_schema()::regnamespace and not i.indisvalid order by 1`)
+	if err != nil {
+		return st, fmt.Errorf("schema: status: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return st, fmt.Errorf("schema: status: %w", err)
+		}
+		st.InvalidIndexes = append(st.InvalidIndexes, n)
+	}
+	return st, rows.Err()
+}
+
+// ErrOutdated says the database lacks migrations this binary needs: run `publicatie migrate`.
+var ErrOutdated = errors.New("database schema is older than this binary: run publicatie migrate")
+
+// Check returns an error wrapping ErrOutdated when the database lacks a migration this binary
+// carries. A database ahead of the binary is fine: during a rolling upgrade the previous
+// release runs on the new schema (migrations only add, README "Upgrades").
+func Check(ctx context.Context, db *sql.DB) error {
+	st, err := Status(ctx, db)
+	if err != nil {
+		return err
+	}
+	if n := st.Pending(); n > 0 {
+		return fmt.Errorf("%w (database at %04d, this binary needs %04d: %d migrations pending)", ErrOutdated, st.Current, st.Latest, n)
+	}
+	return nil
 }

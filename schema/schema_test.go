@@ -2,8 +2,13 @@ package schema_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"log/slog"
 	neturl "net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,5 +94,157 @@ func TestBijhoudingNeedsNoRightsOnTheServicesTables(t *testing.T) {
 	late = nil
 	if err := db.Select(&late, `select admhnd_id from publicatie_nakomer`); err != nil || len(late) != 1 || late[0] != 200 {
 		t.Fatalf("recorded as set back: %v (%v), want [200]", late, err)
+	}
+}
+
+// bareTables leaves db with the contract's tables only, as bijhouding has them before the
+// service's first migrate, with n handelingen of one person each.
+func bareTables(t testing.TB, db *sqlx.DB, n int) {
+	t.Helper()
+	db.MustExec(`drop schema public cascade; create schema public;
+		create table admhnd (id bigint primary key, soort text not null, tsreg timestamptz not null,
+			tslev timestamptz null, statuslev text null);
+		create table admhnd_persoon (admhnd_id bigint not null references admhnd(id), persoon_id bigint not null,
+			primary key (admhnd_id, persoon_id))`)
+	db.MustExec(`insert into admhnd select g, 'GEBOORTE', now() - interval '1 day', null, null from generate_series(1, $1) g`, n)
+	db.MustExec(`insert into admhnd_persoon select g, g from generate_series(1, $1) g`, n)
+}
+
+// logged collects what Migrate logs.
+type logged struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logged) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logged) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Message)
+	return nil
+}
+func (l *logged) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logged) WithGroup(string) slog.Handler      { return l }
+func (l *logged) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.msgs {
+		if strings.Contains(m, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+// A long reader (pg_dump, a report) holds a lock a migration step needs. The step must give up
+// and retry, not queue bijhouding's inserts behind it for the reader's whole duration.
+func TestMigrateBesideALongReaderDoesNotBlockBijhouding(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	bareTables(t, db, 1000)
+	ctx := context.Background()
+	reader, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback() //nolint:errcheck // read only
+	var n int
+	if err := reader.Get(&n, `select count(*) from admhnd`); err != nil {
+		t.Fatal(err)
+	}
+	log := &logged{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := schema.MigrateWith(ctx, db.DB, schema.Config{LockTimeout: 200 * time.Millisecond, Log: slog.New(log)})
+		done <- err
+	}()
+	brptest.Eventually(t, time.Minute, func() error {
+		if log.count("waits for a lock") < 2 {
+			return fmt.Errorf("migration has not retried twice yet: %v", log.msgs)
+		}
+		return nil
+	})
+	// The reader still holds its lock and the migration keeps trying: bijhouding registers.
+	for i := range 20 {
+		ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err := db.ExecContext(ictx, `insert into admhnd (id, soort, tsreg) values ($1, 'GEBOORTE', now())`, 10_000+i)
+		cancel()
+		if err != nil {
+			t.Fatalf("bijhouding's insert %d beside the waiting migration: %v", i, err)
+		}
+	}
+	if err := reader.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Migrate after the reader ended: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Migrate did not finish after the reader ended")
+	}
+	if err := schema.Check(ctx, db.DB); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An index build interrupted (a crash, a cancel) leaves an invalid index that "if not exists"
+// would keep forever: the next Migrate builds it again.
+func TestMigrateRebuildsAnIndexAnInterruptedBuildLeftInvalid(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	db.MustExec(`insert into admhnd (id, soort, tsreg) values (1, 'GEBOORTE', now()), (2, 'GEBOORTE', now())`)
+	db.MustExec(`drop index admhnd_geleverd_tslev_idx`)
+	db.MustExec(`delete from schema_migrations where name = '0005_geleverd_tslev.sql'`)
+	// A unique build over duplicates fails halfway and leaves its index invalid.
+	if _, err := db.Exec(`create unique index concurrently admhnd_geleverd_tslev_idx on admhnd (soort)`); err == nil {
+		t.Fatal("the unique build over duplicates succeeded")
+	}
+	st, err := schema.Status(context.Background(), db.DB)
+	if err != nil || len(st.InvalidIndexes) != 1 || st.Pending() != 1 {
+		t.Fatalf("status before: %+v, %v; want one invalid index, one pending migration", st, err)
+	}
+	if err := schema.Check(context.Background(), db.DB); !errors.Is(err, schema.ErrOutdated) {
+		t.Fatalf("Check with a migration pending: %v, want ErrOutdated", err)
+	}
+	log := &logged{}
+	if _, err := schema.MigrateWith(context.Background(), db.DB, schema.Config{Log: slog.New(log)}); err != nil {
+		t.Fatal(err)
+	}
+	var def string
+	if err := db.Get(&def, `select pg_get_indexdef(c.oid) from pg_class c join pg_index i on i.indexrelid = c.oid
+		where c.relname = 'admhnd_geleverd_tslev_idx' and i.indisvalid`); err != nil || !strings.Contains(def, "(tslev)") {
+		t.Fatalf("index after Migrate: %q, %v; want the valid index on tslev", def, err)
+	}
+	if log.count("invalid index") != 1 {
+		t.Fatalf("logged %v, want the rebuild", log.msgs)
+	}
+}
+
+// A migration interrupted after its transaction but before it was recorded runs again from
+// the start: every step is idempotent.
+func TestMigrateRunsAgainAfterAnInterruption(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	db.MustExec(`delete from schema_migrations`)
+	if _, err := schema.Migrate(context.Background(), db.DB); err != nil {
+		t.Fatalf("Migrate over a schema applied but not recorded: %v", err)
+	}
+}
+
+// During a rolling upgrade the previous release runs on the new schema: a database ahead of
+// the binary passes the check.
+func TestCheckAcceptsADatabaseAheadOfTheBinary(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	db.MustExec(`insert into schema_migrations (version, name) values (9999, '9999_next_release.sql')`)
+	if err := schema.Check(context.Background(), db.DB); err != nil {
+		t.Fatalf("Check with the database ahead: %v", err)
+	}
+	st, err := schema.Status(context.Background(), db.DB)
+	if err != nil || st.Current != 9999 || st.Latest != schema.Latest() || st.Pending() != 0 {
+		t.Fatalf("status %+v, %v", st, err)
 	}
 }

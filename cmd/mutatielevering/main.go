@@ -17,6 +17,7 @@ import (
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/levering"
+	"github.com/brp/levering/schema"
 )
 
 type config struct {
@@ -79,6 +80,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	if err := schema.Check(ctx, db.DB); err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	c, err := levering.New(db, levering.Config{
 		Registerer:      reg,

@@ -94,7 +94,7 @@ func main() {
 // command names this program in its database sessions (dbsession.AppName).
 const command = "publicatie"
 
-var errUsage = errors.New("usage: publicatie [migrate | status | fout list|show|retry|release ...]")
+var errUsage = errors.New("usage: publicatie [migrate [status] | status | fout list|show|retry|release ...]")
 
 func exitCode(err error) int {
 	switch {
@@ -120,6 +120,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case cmd == "migrate" && len(args) == 1:
 		return migrate(ctx, cfg, log, stdout)
+	case cmd == "migrate" && len(args) == 2 && args[1] == "status":
+		return migrateStatus(ctx, cfg, log, stdout)
 	case cmd == "" || cmd == "run":
 		return serve(ctx, cfg, log)
 	case cmd == "status" || cmd == "fout":
@@ -155,13 +157,46 @@ func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer
 		return err
 	}
 	defer db.Close()
-	applied, err := schema.Migrate(ctx, db.DB)
+	applied, err := schema.MigrateWith(ctx, db.DB, schema.Config{Log: log})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "schema up to date (%d migrations applied now)\n", len(applied))
 	for _, name := range applied {
 		log.Info("migration applied", slog.String("migration", name))
+	}
+	return nil
+}
+
+// migrateStatus prints which migrations the database has, and any index an interrupted build
+// left invalid (the next migrate builds it again).
+func migrateStatus(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := schema.Status(ctx, db.DB)
+	if err != nil {
+		return err
+	}
+	for _, m := range st.Migrations {
+		at := "pending"
+		if !m.AppliedAt.IsZero() {
+			at = "applied " + m.AppliedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(stdout, "%04d  %-50s %s\n", m.Version, m.Name, at)
+	}
+	if st.Current > st.Latest {
+		fmt.Fprintf(stdout, "database at %04d, ahead of this binary (%04d): a newer release migrated it\n", st.Current, st.Latest)
+	}
+	for _, ix := range st.InvalidIndexes {
+		fmt.Fprintf(stdout, "invalid index %s (an interrupted build): publicatie migrate builds it again\n", ix)
+	}
+	if n := st.Pending(); n > 0 {
+		fmt.Fprintf(stdout, "%d migrations pending: run publicatie migrate\n", n)
+	} else {
+		fmt.Fprintln(stdout, "schema up to date")
 	}
 	return nil
 }
@@ -236,6 +271,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	if err := schema.Check(ctx, db.DB); err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	pcfg.Registerer = reg
 	reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded, pcfg.MaxInLevering))

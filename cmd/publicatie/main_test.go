@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -34,7 +36,7 @@ func TestOperatorCommandsExitCodes(t *testing.T) {
 		{[]string{"fout", "retry", "1"}, "", 2, "--door NAME is required"},
 		{[]string{"fout", "retry", "1"}, "ops", 1, "publicatie: retry 1: operate: handeling is not in fout: it is te leveren (NULL)\n"},
 		{[]string{"fout", "show", "999"}, "", 1, "publicatie: show 999: operate: handeling not found\n"},
-		{[]string{"frobnicate"}, "", 2, "publicatie: usage: publicatie [migrate | status | fout list|show|retry|release ...]\n"},
+		{[]string{"frobnicate"}, "", 2, "publicatie: usage: publicatie [migrate [status] | status | fout list|show|retry|release ...]\n"},
 	} {
 		t.Setenv("SUDO_USER", "")
 		t.Setenv("USER", c.user)
@@ -72,5 +74,38 @@ func TestDefaultsAreTheContracts(t *testing.T) {
 	}
 	for _, d := range setup.DefaultsDiffer(config{}, want) {
 		t.Error(d)
+	}
+}
+
+// A binary newer than the database's schema refuses to start and says what to run; migrate
+// status shows what is pending, migrate applies it.
+func TestSchemaCheckAndMigrateStatus(t *testing.T) {
+	db, dbURL := brptest.DB(t)
+	db.MustExec(`delete from schema_migrations where version = (select max(version) from schema_migrations)`)
+	bin := brptest.Build(t, "cmd/publicatie")
+	run := func(args ...string) (int, string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "BRP_DATABASE_URL="+dbURL, "BRP_HTTP_ADDR=off", "BRP_LOG_FORMAT=text")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	if code, out, _ := run("migrate", "status"); code != 0 || !strings.Contains(out, "pending\n") || !strings.Contains(out, "1 migrations pending: run publicatie migrate") {
+		t.Fatalf("migrate status: exit %d:\n%s", code, out)
+	}
+	if code, _, stderr := run(); code != 1 || !strings.Contains(stderr, "run publicatie migrate") {
+		t.Fatalf("publicatie on an older schema: exit %d, stderr:\n%s", code, stderr)
+	}
+	if code, out, stderr := run("migrate"); code != 0 || !strings.Contains(out, "(1 migrations applied now)") {
+		t.Fatalf("migrate: exit %d:\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := run("migrate", "status"); code != 0 || !strings.Contains(out, "schema up to date") || strings.Contains(out, "pending") {
+		t.Fatalf("migrate status after migrate: exit %d:\n%s", code, out)
 	}
 }

@@ -22,8 +22,9 @@ alter table admhnd add column if not exists tspub timestamptz null;
 alter table admhnd add column if not exists foutreden text null;
 
 -- The publisher's selection reads only open work; partial indexes keep its cost independent of
--- the delivered history.
-create index if not exists admhnd_te_leveren_idx on admhnd (tsreg, id) where statuslev is null;
-create index if not exists admhnd_in_levering_idx on admhnd (id) where statuslev = 'in_levering';
-create index if not exists admhnd_fout_idx on admhnd (id) where statuslev = 'fout';
-create index if not exists admhnd_persoon_persoon_idx on admhnd_persoon (persoon_id, admhnd_id);
+-- the delivered history. Built concurrently: bijhouding keeps registering meanwhile.
+-- brp:outside-transaction
+create index concurrently if not exists admhnd_te_leveren_idx on admhnd (tsreg, id) where statuslev is null;
+create index concurrently if not exists admhnd_in_levering_idx on admhnd (id) where statuslev = 'in_levering';
+create index concurrently if not exists admhnd_fout_idx on admhnd (id) where statuslev = 'fout';
+create index concurrently if not exists admhnd_persoon_persoon_idx on admhnd_persoon (persoon_id, admhnd_id);

@@ -11,4 +11,5 @@ create table if not exists admhnd_beheer (
     op          timestamptz not null default now(),
     toelichting text        null
 );
-create index if not exists admhnd_beheer_admhnd_idx on admhnd_beheer (admhnd_id);
+-- brp:outside-transaction
+create index concurrently if not exists admhnd_beheer_admhnd_idx on admhnd_beheer (admhnd_id);
