@@ -190,3 +190,19 @@ func TestBadInputIsSetAside(t *testing.T) {
 		t.Fatalf("verzending %v, want [10]", ids)
 	}
 }
+
+// TestVerzendingIsText: the verzending body must be text to travel as a JMS TextMessage
+// (broker.ErrNotText otherwise). encoding/json escapes control characters (NUL too) and
+// replaces bytes that are not UTF-8, so whatever a soort holds, the body is text.
+func TestVerzendingIsText(t *testing.T) {
+	t.Parallel()
+	for _, soort := range []string{"AANGIFTE", "Zoë\u2028", "a\x00b\x01c", "\xff\xfe niet UTF-8"} {
+		body, err := json.Marshal(levering.Verzending{ID: 1, Soort: soort, Tsreg: time.Now(), Tslev: time.Now(), Personen: []int64{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !broker.IsText(body) {
+			t.Fatalf("verzending with soort %q encodes to %q, which is not text", soort, body)
+		}
+	}
+}
