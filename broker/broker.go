@@ -100,9 +100,10 @@ func IsText(body []byte) bool {
 
 // Message is one outgoing persistent message.
 //
-// It is sent without a content-length header, which is what makes ActiveMQ (and Artemis)
-// hand it to a JMS client as a TextMessage, with admhnd-id a string property; with
-// content-length they deliver a BytesMessage. Its Body must therefore be text (IsText).
+// It is sent without a content-length header, which is what makes ActiveMQ (Artemis
+// documents the same rule) hand it to a JMS client as a TextMessage, with admhnd-id a string
+// property; with content-length it delivers a BytesMessage (scenarios/jms_test.go). Its Body
+// must therefore be text (IsText), unless Binary.
 type Message struct {
 	Destination string
 	// AdmhndID becomes the admhnd-id header, the afnemers' dedup key.
