@@ -6,6 +6,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
@@ -83,7 +85,25 @@ func (c Config) validate() error {
 	return nil
 }
 
+// ErrNotText is returned by Send for a Message whose Body is not text (see IsText) and that
+// is not marked Binary: nothing of that Send reaches the broker. The service's messages are
+// text (CONTRACT.md section 3); sending such a body anyway would reach a JMS afnemer as a
+// BytesMessage, or be cut at its first NUL.
+var ErrNotText = errors.New("broker: message body is not text (valid UTF-8 without NUL)")
+
+// IsText reports whether body can travel as a STOMP text message: valid UTF-8 without NUL.
+// Without a content-length header a STOMP body ends at its first NUL, and a JMS client reads
+// the body as a String.
+func IsText(body []byte) bool {
+	return utf8.Valid(body) && !bytes.Contains(body, []byte{0})
+}
+
 // Message is one outgoing persistent message.
+//
+// It is sent without a content-length header, which is what makes ActiveMQ (Artemis
+// documents the same rule) hand it to a JMS client as a TextMessage, with admhnd-id a string
+// property; with content-length it delivers a BytesMessage (scenarios/jms_test.go). Its Body
+// must therefore be text (IsText), unless Binary.
 type Message struct {
 	Destination string
 	// AdmhndID becomes the admhnd-id header, the afnemers' dedup key.
@@ -91,6 +111,19 @@ type Message struct {
 	Body     []byte
 	// Header holds extra headers (for example the reason a message was set aside).
 	Header map[string]string
+	// Binary sends Body with a content-length header, as bytes (a JMS BytesMessage): only
+	// for a body that is not text, such as an unreadable publication set aside as it came.
+	Binary bool
+}
+
+// checkText returns ErrNotText, naming the first message whose body is not text.
+func checkText(msgs []Message) error {
+	for _, m := range msgs {
+		if !m.Binary && !IsText(m.Body) {
+			return fmt.Errorf("%w: admhnd-id %d to %s", ErrNotText, m.AdmhndID, m.Destination)
+		}
+	}
+	return nil
 }
 
 // Conn is one STOMP connection. It is safe for concurrent use; once any operation fails the
@@ -264,6 +297,9 @@ func sendOpts(m Message) []func(*frame.Frame) error {
 	for k, v := range m.Header {
 		opts = append(opts, stomp.SendOpt.Header(k, v))
 	}
+	if !m.Binary {
+		opts = append(opts, stomp.SendOpt.NoContentLength)
+	}
 	return opts
 }
 
@@ -273,7 +309,13 @@ func sendOpts(m Message) []func(*frame.Frame) error {
 // are stored (Profile.DurableCommit: ActiveMQ). Elsewhere (RabbitMQ, unknown brokers) they go
 // one by one, each with its own receipt; after an error a prefix may then be on the queue,
 // which the service treats like a crash after a broker commit (absorbed duplicates).
+//
+// A body that is not text fails the whole Send with ErrNotText before anything is sent; the
+// connection stays usable.
 func (c *Conn) Send(ctx context.Context, msgs ...Message) error {
+	if err := checkText(msgs); err != nil {
+		return err
+	}
 	switch len(msgs) {
 	case 0:
 		return nil

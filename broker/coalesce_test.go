@@ -34,6 +34,14 @@ func sendFrame(tx string, body []byte, extra ...string) *frame.Frame {
 	return f
 }
 
+// textFrame is sendFrame as the service sends its messages: without content-length (a JMS
+// TextMessage), the body ending at the frame's NUL.
+func textFrame(tx string, body []byte, extra ...string) *frame.Frame {
+	f := sendFrame(tx, body, extra...)
+	f.Header.Del(frame.ContentLength)
+	return f
+}
+
 func TestCoalescingConnWritesATransactionOnce(t *testing.T) {
 	t.Parallel()
 	// Bodies that look like frames, hold NULs and exceed go-stomp's 4 KiB buffer must not
@@ -65,6 +73,13 @@ func TestCoalescingConnWritesATransactionOnce(t *testing.T) {
 			frame.New(frame.BEGIN, frame.Transaction, "t5"), frame.New(frame.ACK, frame.Id, "m1"),
 		}, 2},
 		{"a large non-transactional send is written whole", []*frame.Frame{sendFrame("", big)}, 1},
+		{"text frames without content-length", []*frame.Frame{
+			frame.New(frame.BEGIN, frame.Transaction, "t6"),
+			textFrame("t6", []byte(`{"id":1,"soort":"Zoë"}`)), textFrame("t6", []byte("COMMIT\ntransaction:t6\nreceipt:r\n\n")),
+			textFrame("t6", big), textFrame("t6", nil),
+			frame.New(frame.COMMIT, frame.Transaction, "t6", frame.Receipt, "r6"),
+			textFrame("", []byte("a"), frame.Receipt, "r7"),
+		}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

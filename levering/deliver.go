@@ -121,6 +121,9 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 		if res[id] != delivered {
 			continue
 		}
+		// encoding/json's output is always text (broker.IsText: it escapes control characters
+		// and replaces bytes that are not UTF-8), so Send never refuses a verzending with
+		// broker.ErrNotText (TestVerzendingIsText).
 		body, err := json.Marshal(found[id])
 		if err != nil {
 			return nil, fmt.Errorf("encode verzending %d: %w", id, err)

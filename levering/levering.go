@@ -459,6 +459,11 @@ func (c *Consumer) fill(sub *broker.Subscription, m *broker.Delivery, ok bool) (
 var errBadInput = errors.New("bad publication")
 
 func parse(m *broker.Delivery) (int64, error) {
+	if !broker.IsText(m.Body) {
+		// Publications are text (CONTRACT.md section 3); encoding/json would read a string
+		// with bytes that are not UTF-8 as if they were replacement characters.
+		return 0, fmt.Errorf("%w: body is not text (UTF-8 without NUL)", errBadInput)
+	}
 	p, err := handeling.DecodePublication(m.Body)
 	if errors.Is(err, handeling.ErrNoID) {
 		return 0, fmt.Errorf("%w: body has no id", errBadInput)
@@ -578,7 +583,8 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 }
 
 // park sets a publication that can never be processed aside on the dead-letter queue, with
-// the reason, so that it is acknowledged instead of crash-looping.
+// the reason, so that it is acknowledged instead of crash-looping. Its body goes as it came:
+// as bytes when it is not text.
 func (c *Consumer) park(ctx context.Context, m *broker.Delivery, send *broker.Conn, reason string) error {
 	id := m.AdmhndID
 	c.log.Error("publication set aside", slog.Int64("admhnd_id", id), slog.String("message_id", m.MessageID),
@@ -587,6 +593,7 @@ func (c *Consumer) park(ctx context.Context, m *broker.Delivery, send *broker.Co
 		Destination: c.cfg.DeadLetterQueue,
 		AdmhndID:    id,
 		Body:        m.Body,
+		Binary:      !broker.IsText(m.Body),
 		Header: map[string]string{
 			"brp-reason":              reason,
 			"brp-original-message-id": m.MessageID,

@@ -142,18 +142,35 @@ func TestBadInputIsSetAside(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	insert(t, e.db, "in_levering", load.Handeling{ID: 10, Personen: []int64{100}})
+	insert(t, e.db, "in_levering", load.Handeling{ID: 11, Personen: []int64{110}})
+	// Bytes, not text (a JMS BytesMessage): JSON that encoding/json alone would accept, with a
+	// string that is not UTF-8, and one with a NUL. Publications are text.
+	notUTF8 := []byte("{\"id\": 11, \"personen\": [110], \"x\": \"\xff\"}")
+	withNUL := []byte("{\"id\": 11, \"personen\": [110], \"x\": \"\x00\"}")
 	brptest.Publish(t, e.q.Publicatie,
 		broker.Message{AdmhndID: 1, Body: []byte("not json")},
 		broker.Message{AdmhndID: 2, Body: []byte(`{"id": "two", "personen": []}`)},
 		broker.Message{AdmhndID: 3, Body: []byte(`{"personen": [1]}`)},
 		broker.Message{AdmhndID: 4, Body: []byte(`{"id": 4, "personen": [987654321.5]}`)},
+		broker.Message{AdmhndID: 11, Body: notUTF8, Binary: true},
+		broker.Message{AdmhndID: 11, Body: withNUL, Binary: true},
 		publication(999, 1), // unknown id
 		publication(10, 100),
 	)
-	e.waitCounts(t, levering.Counts{Delivered: 1, Parked: 5})
+	e.waitCounts(t, levering.Counts{Delivered: 1, Parked: 7})
 	dead := e.dlq.Messages()
-	if len(dead) != 5 {
-		t.Fatalf("%d messages set aside, want 5", len(dead))
+	if len(dead) != 7 {
+		t.Fatalf("%d messages set aside, want 7", len(dead))
+	}
+	for _, b := range [][]byte{notUTF8, withNUL} {
+		if !slices.ContainsFunc(dead, func(m brptest.Received) bool {
+			return string(m.Body) == string(b) && m.Header["brp-reason"] == "bad publication: body is not text (UTF-8 without NUL)"
+		}) {
+			t.Fatalf("the publication that is not text (%q) was not set aside as it came: %v", b, dead)
+		}
+	}
+	if s := brptest.Status(t, e.db, 11); s != "in_levering" {
+		t.Fatalf("handeling 11 is %s after publications that are not text, want in_levering", s)
 	}
 	for _, m := range dead {
 		if m.Header["brp-reason"] == "" || m.Header["brp-original-message-id"] == "" {
@@ -171,5 +188,21 @@ func TestBadInputIsSetAside(t *testing.T) {
 	}
 	if ids := e.verzending.IDs(); !slices.Equal(ids, []int64{10}) {
 		t.Fatalf("verzending %v, want [10]", ids)
+	}
+}
+
+// TestVerzendingIsText: the verzending body must be text to travel as a JMS TextMessage
+// (broker.ErrNotText otherwise). encoding/json escapes control characters (NUL too) and
+// replaces bytes that are not UTF-8, so whatever a soort holds, the body is text.
+func TestVerzendingIsText(t *testing.T) {
+	t.Parallel()
+	for _, soort := range []string{"AANGIFTE", "Zoë\u2028", "a\x00b\x01c", "\xff\xfe niet UTF-8"} {
+		body, err := json.Marshal(levering.Verzending{ID: 1, Soort: soort, Tsreg: time.Now(), Tslev: time.Now(), Personen: []int64{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !broker.IsText(body) {
+			t.Fatalf("verzending with soort %q encodes to %q, which is not text", soort, body)
+		}
 	}
 }

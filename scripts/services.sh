@@ -25,6 +25,9 @@
 #   activemq/conf  activemq/data/{kahadb,activemq.log,console.log}  activemq/activemq.pid
 #   rabbitmq/conf  rabbitmq/mnesia  rabbitmq/log/{rabbit.log,console.log}  rabbitmq/rabbitmq.pid
 # Ports: BRP_DEV_PG_PORT (default 55432), BRP_DEV_STOMP_PORT (default 61613), both on 127.0.0.1.
+# BRP_DEV_OPENWIRE_PORT, when set, adds an OpenWire listener (the JMS clients' protocol) on
+# 127.0.0.1 to the default broker, for afnemers written in Java (scenarios/jms_test.go); unset,
+# the broker has only STOMP. It takes effect when the broker starts.
 # BRP_ACTIVEMQ_HOME (default /usr/share/activemq, the Debian package) may point at another install.
 # The broker configuration is versioned in scripts/activemq/ and copied to the run dir on start.
 #
@@ -61,6 +64,7 @@ case $RUN_DIR in
 esac
 PRIMARY_PG_PORT=${BRP_DEV_PG_PORT:-55432}
 STOMP_PORT=${BRP_DEV_STOMP_PORT:-61613}
+OPENWIRE_PORT=${BRP_DEV_OPENWIRE_PORT:-}
 PG_DB=brp
 PG_USER=postgres
 
@@ -97,7 +101,7 @@ amq_instance() { # dir stomp-port [kahadb-dir [broker-name [openwire-port peer-o
   AMQ_OPENWIRE_PORT=${5:-}
   AMQ_PEER_PORT=${6:-}
 }
-amq_instance activemq "$STOMP_PORT"
+amq_instance activemq "$STOMP_PORT" "" "" "$OPENWIRE_PORT"
 
 PAIR_PORT_A=${BRP_DEV_PAIR_STOMP_PORT_A:-61631}
 PAIR_PORT_B=${BRP_DEV_PAIR_STOMP_PORT_B:-61632}
@@ -543,7 +547,8 @@ amq_logged() { # from pattern
 }
 
 # Writes the broker configuration: scripts/activemq/activemq.xml, with the network connector
-# and the OpenWire listener for it inserted when the broker has a peer.
+# and the OpenWire listener for it inserted when the broker has a peer, or only the OpenWire
+# listener when it has an OpenWire port (BRP_DEV_OPENWIRE_PORT).
 amq_write_conf() {
   if [[ -n $AMQ_PEER_PORT ]]; then
     # Advisories tell a bridge about the peer's consumers; a queue's duplicate audit would
@@ -551,6 +556,9 @@ amq_write_conf() {
     sed -e "/<!-- brp:network-connectors -->/r $SCRIPT_DIR/activemq/network-connectors.xml" \
       -e "/<!-- brp:network-openwire -->/r $SCRIPT_DIR/activemq/network-openwire.xml" \
       -e 's/advisorySupport="false"/advisorySupport="true"/' -e 's/enableAudit="true"/enableAudit="false"/' \
+      -- "$SCRIPT_DIR/activemq/activemq.xml" >"$AMQ_CONF/activemq.xml"
+  elif [[ -n $AMQ_OPENWIRE_PORT ]]; then
+    sed -e "/<!-- brp:network-openwire -->/r $SCRIPT_DIR/activemq/network-openwire.xml" \
       -- "$SCRIPT_DIR/activemq/activemq.xml" >"$AMQ_CONF/activemq.xml"
   else
     cp -- "$SCRIPT_DIR/activemq/activemq.xml" "$AMQ_CONF/"
@@ -610,10 +618,13 @@ amq_start() { # [slave]
     --add-opens=java.naming/javax.naming=ALL-UNNAMED
     --add-opens=java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED
   )
-  if [[ -n $AMQ_PEER_PORT ]]; then
-    opts+=(-Dbrp.openwire.port="$AMQ_OPENWIRE_PORT" -Dbrp.peer.openwire.port="$AMQ_PEER_PORT")
+  if [[ -n $AMQ_OPENWIRE_PORT ]]; then
+    opts+=(-Dbrp.openwire.port="$AMQ_OPENWIRE_PORT")
   fi
-  log "activemq: starting $AMQ_NAME, stomp 127.0.0.1:$AMQ_PORT${role:+ as $role} (log: $AMQ_LOG)"
+  if [[ -n $AMQ_PEER_PORT ]]; then
+    opts+=(-Dbrp.peer.openwire.port="$AMQ_PEER_PORT")
+  fi
+  log "activemq: starting $AMQ_NAME, stomp 127.0.0.1:$AMQ_PORT${AMQ_OPENWIRE_PORT:+, openwire 127.0.0.1:$AMQ_OPENWIRE_PORT}${role:+ as $role} (log: $AMQ_LOG)"
   printf '\n===== %s services.sh start =====\n' "$(date -Is)" >>"$AMQ_OUT"
   from=$(stat -c %s "$AMQ_LOG" 2>/dev/null || echo 0)
   # setsid: own session, so that the caller's Ctrl-C or process group kill does not reach it.
@@ -888,7 +899,7 @@ cmd_status() {
       fi
     fi
   done
-  amq_instance activemq "$STOMP_PORT"
+  amq_instance activemq "$STOMP_PORT" "" "" "$OPENWIRE_PORT"
   pg_instance pg-standby "$STANDBY_PG_PORT"
   if [[ -f $PG_DATA/PG_VERSION ]] && pg_running; then
     printf 'postgres standby: running on 127.0.0.1:%s (data %s)\n' "$PG_PORT" "$PG_DATA"

@@ -10,9 +10,11 @@ scripts/services.sh up
 scripts/services.sh up-rabbitmq
 # Tools the tests run, from Debian packages: headless Chromium (the status page), promtool
 # (package prometheus: the alert rules and their unit tests), docker-compose (the compose files,
-# checked without an engine).
+# checked without an engine), javac (package default-jdk-headless: the JMS afnemer of
+# scenarios/jms_test.go; the activemq package brings only a runtime).
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
+command -v javac >/dev/null || missing+=(default-jdk-headless)
 command -v promtool >/dev/null || missing+=(prometheus)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 if ((${#missing[@]})); then

@@ -28,6 +28,8 @@ type Services struct {
 	rabbit    bool
 	PGPort    int
 	StompPort int
+	// OpenWirePort is the broker's OpenWire listener (PrivateJMSServices), 0 when it has none.
+	OpenWirePort int
 }
 
 func repoDir() string {
@@ -92,6 +94,18 @@ func ephemeralLow() int {
 func PrivateServices(t testing.TB) *Services {
 	t.Helper()
 	return privateServices(t, false)
+}
+
+// PrivateJMSServices is PrivateServices whose ActiveMQ also listens on OpenWire, the protocol
+// of ActiveMQ's JMS client, at OpenWirePort (services.sh BRP_DEV_OPENWIRE_PORT): the shared
+// broker has only STOMP, and is not restarted for one test.
+func PrivateJMSServices(t testing.TB) *Services {
+	t.Helper()
+	port := freePort(t)
+	s := newPrivate(t, "BRP_DEV_OPENWIRE_PORT="+strconv.Itoa(port))
+	s.OpenWirePort = port
+	s.run("up")
+	return s
 }
 
 // PrivateRabbitMQ is PrivateServices with a RabbitMQ as the broker under test.
