@@ -27,6 +27,8 @@ const (
 	rulesFile     = "prometheus/alerts.yaml"
 	rulesTestFile = "prometheus/alerts_test.yaml"
 	dashboardFile = "grafana/brp-levering.json"
+	// runbookBase is where every alert's runbook_url points: its section in docs/operations.md.
+	runbookBase = "https://github.com/brp/levering/blob/main/docs/operations.md"
 )
 
 // tool finds a command that scripts/test.sh installs; its absence fails the test.
@@ -100,6 +102,10 @@ func TestEveryAlertHasARunbookAndFiresAndQuietsInTests(t *testing.T) {
 	var tests ruleTestFile
 	readYAML(t, rulesFile, &rules)
 	readYAML(t, rulesTestFile, &tests)
+	operations, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	fires, quiet := map[string]bool{}, map[string]bool{}
 	for _, tc := range tests.Tests {
 		for _, a := range tc.AlertRuleTest {
@@ -116,6 +122,12 @@ func TestEveryAlertHasARunbookAndFiresAndQuietsInTests(t *testing.T) {
 			names = append(names, r.Alert)
 			if r.For == "" || !slices.Contains([]string{"critical", "warning"}, r.Labels["severity"]) {
 				t.Errorf("%s: for %q, severity %q; want a for: duration and severity critical or warning", r.Alert, r.For, r.Labels["severity"])
+			}
+			if want := runbookBase + "#" + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
+				t.Errorf("%s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
+			}
+			if !strings.Contains(string(operations), "\n### "+r.Alert+"\n") {
+				t.Errorf("%s: no runbook section \"### %s\" in docs/operations.md", r.Alert, r.Alert)
 			}
 			for _, k := range []string{"summary", "description", "runbook"} {
 				if strings.TrimSpace(r.Annotations[k]) == "" {
