@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/brp/levering/handeling"
 )
 
 // Serve listens on addr (unless it is "off") and serves h until ctx ends; shutdown is bounded.
@@ -80,9 +82,11 @@ type Check struct {
 }
 
 // Mux serves /healthz (the process runs), /readyz (every check passes; the body says which
-// failed, plus whatever info returns) and /metrics (reg, with Go and process collectors).
+// failed, plus whatever info returns) and /metrics (reg, with Go and process collectors, and
+// brp_levering_dependency_up for the checks named database and broker).
 func Mux(reg *prometheus.Registry, info func() map[string]any, checks ...Check) *http.ServeMux {
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		dependencyCollector{checks: dependencyChecks(checks)})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -145,4 +149,37 @@ func runChecks(ctx context.Context, checks []Check) []error {
 		}
 	}
 	return errs
+}
+
+// dependencyChecks are the checks of the process's dependencies: the database and the broker.
+func dependencyChecks(checks []Check) []Check {
+	var out []Check
+	for _, c := range checks {
+		if c.Name == "database" || c.Name == "broker" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var dependencyUp = prometheus.NewDesc(prometheus.BuildFQName(handeling.MetricsNamespace, "", "dependency_up"),
+	"1 if this process reaches the dependency (its readiness check passed at scrape time), else 0.",
+	[]string{"dependency"}, nil)
+
+// dependencyCollector runs the dependency checks at scrape time, as /readyz does: the same
+// answer for the alert as for the probe, in both commands.
+type dependencyCollector struct{ checks []Check }
+
+func (d dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dependencyUp }
+
+func (d dependencyCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for i, err := range runChecks(ctx, d.checks) {
+		up := 1.0
+		if err != nil {
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(dependencyUp, prometheus.GaugeValue, up, d.checks[i].Name)
+	}
 }

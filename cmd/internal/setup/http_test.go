@@ -1,0 +1,46 @@
+package setup_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/brp/levering/cmd/internal/setup"
+)
+
+// dependency_up says at scrape time what /readyz says about the database and the broker, so
+// the DependencyDown alert fires for whichever a process lost.
+func TestDependencyUpFollowsTheReadinessChecks(t *testing.T) {
+	t.Parallel()
+	brokerDown := errors.New("connection refused")
+	var brokerErr error
+	reg := prometheus.NewRegistry()
+	mux := setup.Mux(reg, nil,
+		setup.Check{Name: "database", Check: func(context.Context) error { return nil }},
+		setup.Check{Name: "broker", Check: func(context.Context) error { return brokerErr }},
+		setup.Check{Name: "batches", Check: func(context.Context) error { return nil }})
+	want := func(broker string) string {
+		return `# HELP brp_levering_dependency_up 1 if this process reaches the dependency (its readiness check passed at scrape time), else 0.
+# TYPE brp_levering_dependency_up gauge
+brp_levering_dependency_up{dependency="broker"} ` + broker + `
+brp_levering_dependency_up{dependency="database"} 1
+`
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want("1")), "brp_levering_dependency_up"); err != nil {
+		t.Fatal(err)
+	}
+	brokerErr = brokerDown
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want("0")), "brp_levering_dependency_up"); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "connection refused") {
+		t.Fatalf("/readyz: %d %s", rec.Code, rec.Body)
+	}
+}
