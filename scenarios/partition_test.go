@@ -125,7 +125,7 @@ func TestConsumerCutOffFromDatabaseHandsBatchesBack(t *testing.T) {
 		t.Fatalf("readyz does not say which step the batch is stuck in: %s", s)
 	}
 	line := cut.WaitLog("batch stuck; handing it back", time.Minute)
-	t.Logf("logged: step %v, held for %v", line["step"], line["held_for"])
+	t.Logf("logged: step %v, held for %v", line["step"], line["held_for_seconds"])
 	rep := w.verify(t)
 	t.Logf("%d verzending messages, %d duplicates", rep.Messages, rep.Duplicates)
 	dbp.Heal()
@@ -190,7 +190,7 @@ func TestLeaderCutOffFromBrokerHandsLeaseOver(t *testing.T) {
 	yielded := a.WaitLog("rounds made no progress for wartezeit; handing the lease over", wartezeit+time.Minute)
 	became := b.WaitLeader(wartezeit + time.Minute)
 	t.Logf("leader handed over %v after the cut (stalled for %v, last error %q); follower leads %v after the cut",
-		lineTime(yielded).Sub(cutAt).Round(time.Millisecond), yielded["stalled_for"], yielded["last_error"],
+		lineTime(yielded).Sub(cutAt).Round(time.Millisecond), yielded["stalled_for_seconds"], yielded["last_error"],
 		became.Sub(cutAt).Round(time.Millisecond))
 	w.verify(t)
 	if n := scrape(t, a)["brp_levering_lease_yields_total"]; n < 1 {

@@ -400,8 +400,8 @@ func roundFigures(f figures, prefix string, pub *brptest.Proc) {
 	published := 0.0
 	for _, l := range pub.Lines("round committed") {
 		if n, _ := l["published"].(float64); n > 0 {
-			d, _ := l["duration"].(float64) // slog's JSON handler writes a Duration in nanoseconds
-			ms, published = append(ms, d/1e6), published+n
+			d, _ := l["duration_seconds"].(float64) // the commands log durations in seconds
+			ms, published = append(ms, d*1e3), published+n
 		}
 	}
 	if len(ms) == 0 {

@@ -93,7 +93,7 @@ func BenchmarkWorkloadShapes(b *testing.B) {
 			var round float64
 			for _, l := range sr.pub.Lines("round committed") {
 				if l["published"] == 1.0 {
-					round = l["duration"].(float64) / 1e6
+					round = l["duration_seconds"].(float64) * 1e3
 				}
 			}
 			var size int
@@ -213,7 +213,7 @@ func (sr *shapeRun) roundTimes(b *testing.B, n int) {
 		for _, l := range sr.pub.Lines("round committed") {
 			published += int(l["published"].(float64))
 			if v, ok := l["taken_in"].(float64); ok && v < 1000 { // not busy taking a backlog in
-				ms = append(ms, l["duration"].(float64)/1e6)
+				ms = append(ms, l["duration_seconds"].(float64)*1e3)
 			}
 		}
 		if len(ms) < n && published < len(sr.w.hs) {

@@ -3,9 +3,11 @@ package setup_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -42,5 +44,16 @@ brp_levering_dependency_up{dependency="database"} 1
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "connection refused") {
 		t.Fatalf("/readyz: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Durations are logged in seconds under a key that says so, not as slog's nanoseconds.
+func TestLoggerWritesDurationsInSeconds(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	setup.Common{LogFormat: "json", LogLevel: setup.LogLevel(slog.LevelInfo)}.Logger(&b).Info("round committed",
+		slog.Duration("duration", 1500*time.Millisecond), slog.Duration("wait_seconds", 2*time.Second))
+	if !strings.Contains(b.String(), `"duration_seconds":1.5,`) || !strings.Contains(b.String(), `"wait_seconds":2}`) {
+		t.Fatalf("logged %s", b.String())
 	}
 }

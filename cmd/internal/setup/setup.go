@@ -105,7 +105,7 @@ func (c Common) Broker() (broker.Config, error) {
 // Logger builds the process logger: JSON, or text when format is text or (auto) stderr is a
 // terminal.
 func (c Common) Logger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.Level(c.LogLevel)}
+	opts := &slog.HandlerOptions{Level: slog.Level(c.LogLevel), ReplaceAttr: durationSeconds}
 	text := c.LogFormat == "text"
 	if c.LogFormat == "auto" {
 		if f, ok := w.(*os.File); ok {
