@@ -11,7 +11,12 @@ ENV CGO_ENABLED=0
 COPY go.mod go.sum* ./
 RUN go mod download
 COPY . .
-RUN go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/publicatie ./cmd/mutatielevering
+# The release and commit for --version and brp_levering_build_info (.git is not in the context):
+#   docker build --build-arg VERSION=1.4.0 --build-arg REVISION=$(git rev-parse HEAD) .
+ARG VERSION=dev
+ARG REVISION=unknown
+RUN go build -trimpath -ldflags="-s -w -X github.com/brp/levering/cmd/internal/setup.version=${VERSION} -X github.com/brp/levering/cmd/internal/setup.revision=${REVISION}" \
+    -o /out/ ./cmd/publicatie ./cmd/mutatielevering
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/publicatie /out/mutatielevering /usr/local/bin/

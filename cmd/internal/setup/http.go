@@ -83,10 +83,11 @@ type Check struct {
 
 // Mux serves /healthz (the process runs), /readyz (every check passes; the body says which
 // failed, plus whatever info returns) and /metrics (reg, with Go and process collectors, and
-// brp_levering_dependency_up for the checks named database and broker).
+// brp_levering_dependency_up for the checks named database and broker, and
+// brp_levering_build_info).
 func Mux(reg *prometheus.Registry, info func() map[string]any, checks ...Check) *http.ServeMux {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		dependencyCollector{checks: dependencyChecks(checks)})
+		dependencyCollector{checks: dependencyChecks(checks)}, buildInfoCollector())
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -57,3 +57,18 @@ func TestLoggerWritesDurationsInSeconds(t *testing.T) {
 		t.Fatalf("logged %s", b.String())
 	}
 }
+
+// Every process says which build it runs.
+func TestBuildInfoIsExported(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	setup.Mux(reg, nil)
+	b := setup.BuildInfo()
+	want := `# HELP brp_levering_build_info 1; the labels say which build this process runs.
+# TYPE brp_levering_build_info gauge
+brp_levering_build_info{goversion="` + b.GoVersion + `",revision="` + b.Revision + `",version="dev"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "brp_levering_build_info"); err != nil {
+		t.Fatal(err)
+	}
+}
