@@ -3,7 +3,6 @@ package broker_test
 import (
 	"context"
 	"crypto/tls"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -12,46 +11,12 @@ import (
 	"github.com/brp/levering/internal/brptest"
 )
 
-// tlsFront terminates TLS on host with pki's server certificate (localhost, 127.0.0.1) in front
-// of upstream, as stunnel or a load balancer would, and returns its address.
-func tlsFront(t *testing.T, pki *brptest.PKI, host, upstream string) string {
-	t.Helper()
-	cert, err := tls.LoadX509KeyPair(pki.CertFile, pki.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := tls.Listen("tcp", host+":0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("tcp", upstream)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go func() { _, _ = io.Copy(u, c); u.Close() }()
-				_, _ = io.Copy(c, u)
-			}()
-		}
-	}()
-	return l.Addr().String()
-}
-
 // Over TLS, each node's certificate is checked against that node's own host when the config
 // names no ServerName: a list of nodes has no one name.
 func TestTLSChecksEachNodesHost(t *testing.T) {
 	t.Parallel()
 	pki := brptest.NewPKI(t, "broker CA")
-	_, port, _ := net.SplitHostPort(tlsFront(t, pki, "127.0.0.1", brptest.Broker().Addr))
+	_, port, _ := net.SplitHostPort(brptest.TLSFront(t, pki, "127.0.0.1", brptest.Broker().Addr, nil))
 	cfg := brptest.Broker()
 	cfg.TLS = &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}
 	for _, addr := range []string{"localhost:" + port, deadNode(t) + ",127.0.0.1:" + port} {
@@ -68,7 +33,7 @@ func TestTLSChecksEachNodesHost(t *testing.T) {
 	if cfg.TLS.ServerName != "" {
 		t.Fatalf("Dial changed the caller's TLS config: ServerName %q", cfg.TLS.ServerName)
 	}
-	cfg.Addr = tlsFront(t, pki, "127.0.0.2", brptest.Broker().Addr) // 127.0.0.2 is not in the certificate
+	cfg.Addr = brptest.TLSFront(t, pki, "127.0.0.2", brptest.Broker().Addr, nil) // 127.0.0.2 is not in the certificate
 	c, err := broker.Dial(context.Background(), cfg)
 	if err == nil {
 		c.Close()

@@ -77,6 +77,15 @@ func (p *PKI) Client(cn string) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{c.Raw}, PrivateKey: key, Leaf: c}
 }
 
+// ClientFiles issues a client certificate as Client does and writes it and its key as PEM
+// files, for a process's settings (BRP_STOMP_TLS_CERT, BRP_STOMP_TLS_KEY).
+func (p *PKI) ClientFiles(cn string) (certFile, keyFile string) {
+	p.t.Helper()
+	c := p.Client(cn)
+	return p.write(cn+".pem", "CERTIFICATE", c.Leaf.Raw),
+		p.write(cn+"-key.pem", "PRIVATE KEY", marshalKey(p.t, c.PrivateKey.(*ecdsa.PrivateKey)))
+}
+
 // HTTPClient is a client that trusts the CA and presents certs (none: no client certificate).
 func (p *PKI) HTTPClient(certs ...tls.Certificate) *http.Client {
 	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{

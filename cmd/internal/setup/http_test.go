@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/brptest"
 )
 
 // dependency_up says at scrape time what /readyz says about the database and the broker, so
@@ -70,5 +72,42 @@ brp_levering_build_info{goversion="` + b.GoVersion + `",revision="` + b.Revision
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "brp_levering_build_info"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BRP_STOMP_TLS_CERT and BRP_STOMP_TLS_KEY give the broker connection a client certificate
+// (mTLS); one without the other, or files that are not a key pair, are a bad setting.
+func TestBrokerClientCertificateFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	server := brptest.NewPKI(t, "broker CA")
+	clients := brptest.NewPKI(t, "client CA")
+	cert, key := clients.ClientFiles("mutatielevering")
+	common := setup.Common{
+		StompAddr:     setup.BrokerAddrs(brptest.TLSFront(t, server, "127.0.0.1", brptest.Broker().Addr, clients.Pool)),
+		StompLogin:    brptest.Broker().Login,
+		StompPasscode: brptest.Broker().Passcode,
+		StompHost:     brptest.Broker().Host,
+		StompTLSCA:    server.CAFile,
+		StompTLSCert:  cert,
+		StompTLSKey:   key,
+	}
+	cfg, err := common.Broker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := broker.Dial(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("dial with the client certificate: %v", err)
+	}
+	c.Disconnect()
+	for _, bad := range []setup.Common{
+		{StompTLSCert: cert},
+		{StompTLSKey: key},
+		{StompTLSCert: cert, StompTLSKey: cert},
+		{StompTLSCert: "/nonexistent.pem", StompTLSKey: key},
+	} {
+		if _, err := bad.Broker(); !errors.Is(err, setup.ErrConfig) || !strings.Contains(err.Error(), "BRP_STOMP_TLS_CERT") {
+			t.Errorf("%+v: %v, want ErrConfig naming BRP_STOMP_TLS_CERT", bad, err)
+		}
 	}
 }

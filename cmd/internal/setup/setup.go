@@ -32,6 +32,8 @@ type Common struct {
 	StompHost      string      `envconfig:"BRP_STOMP_HOST"`
 	StompTLS       Bool        `envconfig:"BRP_STOMP_TLS" default:"false"`
 	StompTLSCA     string      `envconfig:"BRP_STOMP_TLS_CA"`
+	StompTLSCert   string      `envconfig:"BRP_STOMP_TLS_CERT"`
+	StompTLSKey    string      `envconfig:"BRP_STOMP_TLS_KEY"`
 	StompHeartbeat HeartBeat   `envconfig:"BRP_STOMP_HEARTBEAT" default:"5s"`
 	StompTimeout   Duration    `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
 	LogFormat      LogFormat   `envconfig:"BRP_LOG_FORMAT" default:"auto"`
@@ -85,8 +87,19 @@ func (c Common) Broker() (broker.Config, error) {
 	if cfg.HeartBeat == 0 {
 		cfg.HeartBeat = -1 // 0s in the environment means off
 	}
-	if c.StompTLS || c.StompTLSCA != "" {
+	if (c.StompTLSCert == "") != (c.StompTLSKey == "") {
+		return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CERT and BRP_STOMP_TLS_KEY: expected both (a client certificate and its key) or neither", ErrConfig)
+	}
+	if c.StompTLS || c.StompTLSCA != "" || c.StompTLSCert != "" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.StompTLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(c.StompTLSCert, c.StompTLSKey)
+			if err != nil {
+				return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CERT=%q, BRP_STOMP_TLS_KEY=%q: expected readable PEM files of a client certificate and its key: %v",
+					ErrConfig, c.StompTLSCert, c.StompTLSKey, err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
 		if c.StompTLSCA != "" {
 			pem, err := os.ReadFile(c.StompTLSCA)
 			if err != nil {
