@@ -20,17 +20,27 @@ import (
 	"github.com/brp/levering/internal/prepared"
 )
 
-// errDatabase marks round failures of the database (the rest are the broker's).
-var errDatabase = errors.New("database")
+// errDatabase and errBroker mark round failures of a dependency; the rest are the
+// publisher's own (a hook, an encoding), logged as such rather than blamed on the broker.
+var (
+	errDatabase = errors.New("database")
+	errBroker   = errors.New("broker")
+)
 
 func dbErr(err error) error { return fmt.Errorf("%w: %w", errDatabase, err) }
 
-// dependency names what a round failure was about, for logs and metrics.
+func brokerErr(err error) error { return fmt.Errorf("%w: %w", errBroker, err) }
+
+// dependency names what a round failure was about, for logs and metrics: database, broker,
+// or publicatie (neither: the process itself).
 func dependency(err error) string {
-	if errors.Is(err, errDatabase) {
+	switch {
+	case errors.Is(err, errDatabase):
 		return "database"
+	case errors.Is(err, errBroker):
+		return "broker"
 	}
-	return "broker"
+	return "publicatie"
 }
 
 // ShutdownGrace is how long a round in progress may still run after Run's context ends.
@@ -164,7 +174,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 		case err != nil:
 			if failing == nil {
 				p.log.Error("publication round failed, retrying", slog.String("dependency", dependency(err)), slog.Any("error", err))
-				p.m.reconnects.WithLabelValues(dependency(err)).Inc()
+				if d := dependency(err); d != "publicatie" {
+					p.m.reconnects.WithLabelValues(d).Inc()
+				}
 			}
 			failing = err
 			wait = min(retry.Next(), p.cfg.Delay)
@@ -596,7 +608,7 @@ func (p *Publisher) send(ctx context.Context, msgs []broker.Message) error {
 	if p.conn == nil {
 		c, err := p.dialer.Dial(ctx)
 		if err != nil {
-			return err
+			return brokerErr(err)
 		}
 		p.log.Info("connected to broker", slog.String("addr", c.Node), slog.String("server", c.Server),
 			slog.String("heart_beats", c.HeartBeats))
@@ -606,7 +618,7 @@ func (p *Publisher) send(ctx context.Context, msgs []broker.Message) error {
 		p.conn.Close()
 		p.dialer.Lost(p.conn)
 		p.conn = nil
-		return err
+		return brokerErr(err)
 	}
 	return nil
 }
