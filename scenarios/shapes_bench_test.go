@@ -113,7 +113,7 @@ func BenchmarkWorkloadShapes(b *testing.B) {
 			return load.Generate(load.Spec{N: backlog, Personen: 10, Seed: 17, Start: time.Now().Add(-2 * time.Hour)})
 		}, func(b *testing.B, sr *shapeRun) { sr.roundTimes(b, 300) }},
 	}
-	// A fresh broker spends more CPU per message in its first runs (README, Performance): warm
+	// A fresh broker spends more CPU per message in its first runs (docs/performance.md): warm
 	// it up before the first shape is measured.
 	runShape(b, svc, with(func(s *load.Spec) { s.N, s.Seed = 10_000, 12 }), true, false)
 	for _, s := range shapes {

@@ -378,7 +378,7 @@ var ErrOutdated = errors.New("database schema is older than this binary: run pub
 
 // Check returns an error wrapping ErrOutdated when the database lacks a migration this binary
 // carries. A database ahead of the binary is fine: during a rolling upgrade the previous
-// release runs on the new schema (migrations only add, README "Upgrades").
+// release runs on the new schema (migrations only add, docs/operations.md, "Upgrade").
 func Check(ctx context.Context, db *sql.DB) error {
 	st, err := Status(ctx, db)
 	if err != nil {

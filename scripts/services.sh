@@ -31,7 +31,7 @@
 # BRP_ACTIVEMQ_HOME (default /usr/share/activemq, the Debian package) may point at another install.
 # The broker configuration is versioned in scripts/activemq/ and copied to the run dir on start.
 #
-# High availability topologies (for the tests of README "High availability"; down stops them):
+# High availability topologies (for the tests of docs/operations.md "High availability"; down stops them):
 # - up-amq-pair: a master on BRP_DEV_PAIR_STOMP_PORT_A (default 61631) and a slave on
 #   BRP_DEV_PAIR_STOMP_PORT_B (61632) sharing the KahaDB store amq-pair/shared/kahadb. The slave
 #   blocks on the store's lock and opens its port only when the master is gone (kill it: the

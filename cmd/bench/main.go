@@ -1,6 +1,6 @@
 // Command bench renders what scenarios.BenchmarkPipeline measured (go test's benchmark
-// output, read with golang.org/x/perf/benchfmt) as results.md, the tables that README's
-// Performance section quotes, and throughput.svg, the chart of throughput against consumer
+// output, read with golang.org/x/perf/benchfmt) as results.md, the tables that
+// docs/performance.md quotes, and throughput.svg, the chart of throughput against consumer
 // processes. scripts/bench.sh runs the benchmark and then this:
 //
 //	go run ./cmd/bench [-out docs/bench] [bench.txt]
