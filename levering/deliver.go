@@ -38,7 +38,9 @@ type Verzending struct {
 
 // deliverSQL is deliver's one statement: lock the rows in id order (two workers holding copies
 // of the same handelingen cannot deadlock), read their persons, and set geleverd, or fout when
-// a handeling has no persons, where not yet delivered. The condition is judged on the locked,
+// a handeling has no persons, where not yet delivered. Two updates of disjoint rows, each
+// assigning its status as a bare literal: bijhouding's statuslev may be an enum, and a CASE
+// of literals would be text, which PostgreSQL does not assign to an enum. The condition is judged on the locked,
 // latest version of each row (l), so a publisher's round that held the lock is seen committed.
 // One statement instead of four saves the round trips and plans, and the persons are read in
 // the same snapshot as the rows: bijhouding writes a handeling and its persons together.
@@ -49,14 +51,18 @@ const deliverSQL = `
 		), p as (
 			select admhnd_id, array_agg(persoon_id order by persoon_id) as personen
 			from admhnd_persoon where admhnd_id = any($1) group by admhnd_id
-		), u as (
-			update admhnd a set
-				statuslev = case when p.personen is null then ` + handeling.FoutSQL + ` else ` + handeling.GeleverdSQL + ` end,
-				tslev = case when p.personen is null then a.tslev else now() end,
-				foutreden = case when p.personen is null then $2 else a.foutreden end
-			from l left join p on p.admhnd_id = l.id
+		), g as (
+			update admhnd a set statuslev = ` + handeling.GeleverdSQL + `, tslev = now()
+			from l join p on p.admhnd_id = l.id
 			where a.id = l.id and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
 			returning a.id, a.statuslev, a.tslev
+		), f as (
+			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $2
+			from l left join p on p.admhnd_id = l.id
+			where a.id = l.id and p.admhnd_id is null and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
+			returning a.id, a.statuslev, a.tslev
+		), u as (
+			select * from g union all select * from f
 		)
 		select l.id, l.soort, l.tsreg, coalesce(p.personen, '{}'), u.statuslev, u.tslev
 		from l left join p on p.admhnd_id = l.id left join u on u.id = l.id`

@@ -60,7 +60,7 @@ func insert(t *testing.T, db *sqlx.DB, status string, hs ...load.Handeling) {
 		t.Fatal(err)
 	}
 	if status != "" {
-		if _, err := db.Exec(`update admhnd set statuslev = $1, tslev = case when $1 = 'geleverd' then now() end`, status); err != nil {
+		if _, err := db.Exec(`update admhnd set statuslev = $1, tslev = case when $2 = 'geleverd' then now() end`, status, status); err != nil {
 			t.Fatal(err)
 		}
 	}

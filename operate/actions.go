@@ -115,7 +115,7 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	err = tx.QueryRowxContext(ctx, `
-		select a.id, a.soort, a.tsreg, coalesce(a.foutreden, ''), a.vrijgegeven, coalesce(a.statuslev, ''),
+		select a.id, a.soort, a.tsreg, coalesce(a.foutreden, ''), a.vrijgegeven, coalesce(a.statuslev::text, ''),
 		       array(select persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
 		from admhnd a where a.id = $1`, id).
 		Scan(&d.ID, &d.Soort, &d.Tsreg, &d.Foutreden, &d.Vrijgegeven, &d.Statuslev, pq.Array(&d.Personen))

@@ -191,7 +191,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 
 	var old Undelivered
 	err = tx.QueryRowxContext(ctx, `
-		select id, soort, tsreg, extract(epoch from now() - tsreg)::float8, coalesce(statuslev, '')
+		select id, soort, tsreg, extract(epoch from now() - tsreg)::float8, coalesce(statuslev::text, '')
 		from (
 			(select id, soort, tsreg, statuslev from admhnd
 			 where statuslev is null and soort <> all($1::text[]) order by tsreg, id limit 1)

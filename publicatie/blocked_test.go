@@ -37,10 +37,10 @@ func TestOperateBlockedEqualsSelectionBlocked(t *testing.T) {
 		for _, h := range hs {
 			if _, err := db.ExecContext(ctx, `
 				insert into admhnd (id, soort, tsreg, statuslev, tslev, vrijgegeven, tspub, foutreden)
-				values ($1, $2, $3, $4, case when $4 = 'geleverd' then now() end,
-				        case when $5 then now() end, case when $4 is not null then now() end,
-				        case when $4 = 'fout' then 'reden' end)`,
-				h.id, h.soort, h.tsreg, h.status, h.released); err != nil {
+				values ($1, $2, $3, $4, case when $6 = 'geleverd' then now() end,
+				        case when $5 then now() end, case when $6 <> '' then now() end,
+				        case when $6 = 'fout' then 'reden' end)`,
+				h.id, h.soort, h.tsreg, h.status, h.released, string(h.status)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := db.ExecContext(ctx, `insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`,

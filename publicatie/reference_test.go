@@ -236,9 +236,9 @@ func (h *history) finish(status string) {
 	h.t.Helper()
 	ids := h.pick(1+h.r.IntN(3), `select id from admhnd where statuslev = 'in_levering'`)
 	if _, err := h.e.db.Exec(`
-		update admhnd set statuslev = $1, tslev = case when $1 = 'geleverd' then now() end,
-		       foutreden = case when $1 = 'fout' then 'test' end
-		where id = any($2)`, status, pq.Array(ids)); err != nil {
+		update admhnd set statuslev = $1, tslev = case when $3 = 'geleverd' then now() end,
+		       foutreden = case when $3 = 'fout' then 'test' end
+		where id = any($2)`, status, pq.Array(ids), status); err != nil {
 		h.fail("finish: %v", err)
 	}
 	h.did("%s %v", status, ids)
@@ -363,7 +363,7 @@ func (h *history) dump() string {
 	}
 	var rows []row
 	if err := h.e.db.Select(&rows, `
-		select a.id, format('%s %s %s rel=%s persons=%s', a.id, a.soort, coalesce(a.statuslev, 'NULL'),
+		select a.id, format('%s %s %s rel=%s persons=%s', a.id, a.soort, coalesce(a.statuslev::text, 'NULL'),
 		       a.vrijgegeven is not null,
 		       (select array_agg(persoon_id order by persoon_id) from admhnd_persoon where admhnd_id = a.id)) as line
 		from admhnd a order by a.tsreg, a.id`); err != nil {

@@ -79,7 +79,7 @@ func (e *roundEnv) round() []int64 {
 func (e *roundEnv) setStatus(status string, ids ...int64) {
 	e.t.Helper()
 	for _, id := range ids {
-		if _, err := e.db.Exec(`update admhnd set statuslev = $2, tslev = case when $2 = 'geleverd' then now() end where id = $1`, id, status); err != nil {
+		if _, err := e.db.Exec(`update admhnd set statuslev = $2, tslev = case when $3 = 'geleverd' then now() end where id = $1`, id, status, status); err != nil {
 			e.t.Fatal(err)
 		}
 	}

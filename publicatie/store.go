@@ -392,7 +392,7 @@ func markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool
 const markSQL = `
 		update admhnd set statuslev = ` + handeling.InLeveringSQL + `, tspub = now()
 		where id in (
-			select id from admhnd where id = any($1) and coalesce(statuslev, '') = ''
+			select id from admhnd where id = any($1) and coalesce(statuslev::text, '') = ''
 			for update skip locked)
 		returning id`
 

@@ -117,28 +117,35 @@ func verifyDeliveredWithin(t testing.TB, db *sqlx.DB, hs []load.Handeling, verze
 }
 
 // TestEndToEnd runs 2,000 handelingen over 200 persons (a third multi-person) through one
-// publisher and four consumers, on each supported broker, with the seed's default delay
-// (5 s): speed comes from the wake-ups.
+// publisher and four consumers, on each supported broker and with statuslev as text and as
+// an enum (bijhouding's choice, CONTRACT.md section 1), with the seed's default delay (5 s):
+// speed comes from the wake-ups.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
 	for name, b := range map[string]func(*testing.T) broker.Config{
 		"ActiveMQ": func(*testing.T) broker.Config { return brptest.Broker() },
 		"RabbitMQ": func(t *testing.T) broker.Config { return brptest.RabbitMQ(t) },
 	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			w := newWorldBroker(t, b(t), load.Spec{N: 2000, Personen: 200, Multi: 1.0 / 3, Excluded: 0.05, Seed: 42})
-			peak := watchInLevering(t, w.db)
-			const maxInLevering = 100
-			w.consumers(t, 4, 2)
-			start := time.Now()
-			pub := w.publisher(t, publicatie.Config{MaxInLevering: maxInLevering})
-			rep := w.verify(t)
-			if p := peak(); p > maxInLevering {
-				t.Fatalf("peak in levering %d exceeds MAXINLEVERING %d", p, maxInLevering)
-			}
-			t.Logf("%s: %d handelingen in %v: %d verzending messages (%d duplicates), %d rounds, peak in levering %d",
-				name, len(w.hs), time.Since(start).Round(time.Millisecond), rep.Messages, rep.Duplicates, pub.RoundsCommitted(), peak())
-		})
+		for _, form := range brptest.StatusForms {
+			name := name + "/" + form.Name
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				endToEnd(t, name, newWorldForm(t, b(t), form, load.Spec{N: 2000, Personen: 200, Multi: 1.0 / 3, Excluded: 0.05, Seed: 42}))
+			})
+		}
 	}
+}
+
+func endToEnd(t *testing.T, name string, w *world) {
+	peak := watchInLevering(t, w.db)
+	const maxInLevering = 100
+	w.consumers(t, 4, 2)
+	start := time.Now()
+	pub := w.publisher(t, publicatie.Config{MaxInLevering: maxInLevering})
+	rep := w.verify(t)
+	if p := peak(); p > maxInLevering {
+		t.Fatalf("peak in levering %d exceeds MAXINLEVERING %d", p, maxInLevering)
+	}
+	t.Logf("%s: %d handelingen in %v: %d verzending messages (%d duplicates), %d rounds, peak in levering %d",
+		name, len(w.hs), time.Since(start).Round(time.Millisecond), rep.Messages, rep.Duplicates, pub.RoundsCommitted(), peak())
 }

@@ -68,6 +68,19 @@ func makeEmptyWorld(t testing.TB, svc *brptest.Services, b broker.Config, spec l
 	return w
 }
 
+// newWorldForm sets up a scenario on the shared services, with the contract's tables in the
+// form bijhouding created them (brptest.StatusEnum, ...).
+func newWorldForm(t testing.TB, b broker.Config, form brptest.Form, spec load.Spec) *world {
+	t.Helper()
+	w := &world{broker: b, q: brptest.NewQueues(t), hs: load.Generate(spec)}
+	w.db, w.dbURL = brptest.DBWith(t, form)
+	w.verzending = brptest.ReadFrom(t, w.broker, w.q.Verzending)
+	if err := load.Insert(context.Background(), w.db, w.hs); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // emptyWorldAt is makeEmptyWorld with the database on the server of serverURL.
 func emptyWorldAt(t testing.TB, serverURL string, b broker.Config, spec load.Spec) *world {
 	t.Helper()

@@ -73,17 +73,60 @@ func Name(t testing.TB) string {
 }
 
 // DB creates a fresh database for t, applies the schema and drops it when t ends. It returns
-// the handle and the database's URL (for processes started by the test).
+// the handle and the database's URL (for processes started by the test). The contract's
+// tables have the form BRP_TEST_STATUSLEV names (text, the default, or enum): scripts/test.sh
+// runs the core packages once more with enum.
 func DB(t testing.TB) (*sqlx.DB, string) {
 	t.Helper()
 	return DBOn(t, DatabaseURL())
 }
 
+// DefaultForm is the form BRP_TEST_STATUSLEV names for DB and DBOn.
+func DefaultForm() Form {
+	switch v := os.Getenv("BRP_TEST_STATUSLEV"); v {
+	case "", StatusText.Name:
+		return StatusText
+	case StatusEnum.Name:
+		return StatusEnum
+	case StatusUnchecked.Name:
+		return StatusUnchecked
+	default:
+		panic(fmt.Sprintf("brptest: BRP_TEST_STATUSLEV=%q: expected text, enum or unchecked", v))
+	}
+}
+
+// Form is how bijhouding created the contract's tables before the service's first migrate.
+type Form struct {
+	Name string // for subtest names: text, enum, unchecked, withoutkey
+	DDL  string // empty: the service's own migration creates them
+}
+
+// The forms of the contract's tables the service must work on (CONTRACT.md section 1).
+var (
+	StatusText        = Form{Name: "text"}
+	StatusEnum        = Form{Name: "enum", DDL: rig.BijhoudingEnum}
+	StatusUnchecked   = Form{Name: "unchecked", DDL: rig.BijhoudingUnchecked}
+	PersoonWithoutKey = Form{Name: "withoutkey", DDL: rig.BijhoudingWithoutKey}
+	// StatusForms are the statuslev column's forms the core tests run on.
+	StatusForms = []Form{StatusText, StatusEnum}
+)
+
+// DBWith is DB where bijhouding created the tables in form f.
+func DBWith(t testing.TB, f Form) (*sqlx.DB, string) {
+	t.Helper()
+	return dbOn(t, DatabaseURL(), f.DDL)
+}
+
 // DBOn is DB on the server of serverURL.
 func DBOn(t testing.TB, serverURL string) (*sqlx.DB, string) {
 	t.Helper()
+	return dbOn(t, serverURL, DefaultForm().DDL)
+}
+
+func dbOn(t testing.TB, serverURL, ddl string) (*sqlx.DB, string) {
+	t.Helper()
 	name := "t_" + Name(t)
-	db, dbURL, err := rig.CreateDB(context.Background(), serverURL, name)
+	db, dbURL, err := rig.CreateDBWith(context.Background(), serverURL, name, ddl)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
 	}
@@ -153,7 +196,7 @@ func EventuallyEvery(t testing.TB, timeout, interval time.Duration, cond func() 
 // Statuses counts handelingen per statuslev ("" for NULL).
 func Statuses(t testing.TB, db *sqlx.DB) map[string]int {
 	t.Helper()
-	rows, err := db.Query(`select coalesce(statuslev, ''), count(*) from admhnd group by 1`)
+	rows, err := db.Query(`select coalesce(statuslev::text, ''), count(*) from admhnd group by 1`)
 	if err != nil {
 		t.Fatalf("brptest: statuses: %v", err)
 	}
@@ -174,7 +217,7 @@ func Statuses(t testing.TB, db *sqlx.DB) map[string]int {
 func Status(t testing.TB, db *sqlx.DB, id int64) string {
 	t.Helper()
 	var s string
-	if err := db.Get(&s, `select coalesce(statuslev, '') from admhnd where id = $1`, id); err != nil {
+	if err := db.Get(&s, `select coalesce(statuslev::text, '') from admhnd where id = $1`, id); err != nil {
 		t.Fatalf("brptest: status of %d: %v", id, err)
 	}
 	return s

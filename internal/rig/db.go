@@ -17,6 +17,13 @@ var dbName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // CreateDB makes the database name afresh on the server of serverURL (dropping one of that
 // name first), applies the schema and returns a handle and the database's URL.
 func CreateDB(ctx context.Context, serverURL, name string) (*sqlx.DB, string, error) {
+	return CreateDBWith(ctx, serverURL, name, "")
+}
+
+// CreateDBWith is CreateDB where bijhouding created the contract's tables first, with ddl
+// (see the Bijhouding* forms), as on a production database before the service's first
+// migrate.
+func CreateDBWith(ctx context.Context, serverURL, name, ddl string) (*sqlx.DB, string, error) {
 	if !dbName.MatchString(name) {
 		return nil, "", fmt.Errorf("rig: database name %q: expected a lower-case SQL identifier", name)
 	}
@@ -32,6 +39,12 @@ func CreateDB(ctx context.Context, serverURL, name string) (*sqlx.DB, string, er
 	db, err := sqlx.Open("postgres", dbURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("rig: %w", err)
+	}
+	if ddl != "" {
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			db.Close()
+			return nil, "", fmt.Errorf("rig: bijhouding's tables in %s: %w", name, err)
+		}
 	}
 	if _, err := schema.Migrate(ctx, db.DB); err != nil {
 		db.Close()
@@ -73,3 +86,24 @@ func Redact(u string) string {
 	}
 	return "(database)"
 }
+
+// The contract's tables as bijhouding may have created them (CONTRACT.md section 1 allows
+// each), for CreateDBWith. The service must work on every one of them.
+const (
+	// BijhoudingEnum has statuslev as a PostgreSQL enum type.
+	BijhoudingEnum = `create type admhnd_statuslev as enum ('in_levering', 'geleverd', 'fout');
+		create table admhnd (id bigint primary key, soort text not null, tsreg timestamptz not null,
+			tslev timestamptz null, statuslev admhnd_statuslev null);
+		create table admhnd_persoon (admhnd_id bigint not null references admhnd (id), persoon_id bigint not null,
+			primary key (admhnd_id, persoon_id));`
+	// BijhoudingUnchecked has statuslev as text without a check constraint.
+	BijhoudingUnchecked = `create table admhnd (id bigint primary key, soort text not null, tsreg timestamptz not null,
+			tslev timestamptz null, statuslev text null);
+		create table admhnd_persoon (admhnd_id bigint not null references admhnd (id), persoon_id bigint not null,
+			primary key (admhnd_id, persoon_id));`
+	// BijhoudingWithoutKey has admhnd_persoon without a primary key (or any index): a person
+	// may be recorded twice for one handeling.
+	BijhoudingWithoutKey = `create table admhnd (id bigint primary key, soort text not null, tsreg timestamptz not null,
+			tslev timestamptz null, statuslev text null);
+		create table admhnd_persoon (admhnd_id bigint not null, persoon_id bigint not null);`
+)
