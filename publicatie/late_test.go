@@ -95,7 +95,7 @@ func TestRoundHorizonLeavesOutReadersAfterTheGrace(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	reader := e.db.MustBegin()
-	defer reader.Rollback() //nolint:errcheck
+	defer reader.Rollback()     //nolint:errcheck
 	reader.MustExec(`select 1`) // the transaction starts with its first statement
 	time.Sleep(LateWriterGrace + 200*time.Millisecond)
 	e.db.MustExec(`insert into admhnd (id, soort, tsreg) values (1, 'VERHUIZING', now());
@@ -103,7 +103,7 @@ func TestRoundHorizonLeavesOutReadersAfterTheGrace(t *testing.T) {
 	wantIDs(t, "a reader open for longer than the grace", e.round(), 1)
 
 	writer := e.db.MustBegin()
-	defer writer.Rollback() //nolint:errcheck
+	defer writer.Rollback()                        //nolint:errcheck
 	writer.MustExec(`select pg_current_xact_id()`) // has a transaction id, as a writer has
 	time.Sleep(LateWriterGrace + 200*time.Millisecond)
 	e.db.MustExec(`insert into admhnd (id, soort, tsreg) values (2, 'VERHUIZING', now());
