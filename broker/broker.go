@@ -85,6 +85,11 @@ func (c Config) validate() error {
 	return nil
 }
 
+// ErrRefused marks a CONNECT the broker answered with an ERROR frame instead of CONNECTED:
+// a login, passcode or virtual host it does not accept. Unlike a broker that does not
+// answer, waiting does not help.
+var ErrRefused = errors.New("the broker refused the connection")
+
 // ErrNotText is returned by Send for a Message whose Body is not text (see IsText) and that
 // is not marked Binary: nothing of that Send reaches the broker. The service's messages are
 // text (CONTRACT.md section 3); sending such a body anyway would reach a JMS afnemer as a
@@ -228,6 +233,10 @@ func dial(ctx context.Context, cfg Config, node string, send, recv time.Duration
 	sc, err := stomp.ConnectWithContext(ctx, &coalescingConn{Conn: nc, wait: cfg.OpTimeout}, opts...)
 	if err != nil {
 		nc.Close()
+		var refused stomp.Error
+		if errors.As(err, &refused) {
+			return nil, fmt.Errorf("broker: stomp connect to %s: %w: %w", node, ErrRefused, err)
+		}
 		return nil, fmt.Errorf("broker: stomp connect to %s: %w", node, err)
 	}
 	c := &Conn{cfg: cfg, nc: nc, sc: sc, Server: sc.Server(), Profile: profileFor(sc.Server()), Node: node}

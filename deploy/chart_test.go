@@ -21,6 +21,17 @@ import (
 	"github.com/brp/levering/internal/rig"
 )
 
+// goTool finds a command that scripts/test.sh installs from the Go module proxy; its absence
+// fails the test.
+func goTool(t *testing.T, name, module string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found on PATH: install it with GOBIN=$PWD/.run/bin go install %s and put .run/bin on PATH (scripts/test.sh does)", name, module)
+	}
+	return p
+}
+
 const (
 	chartDir    = "helm/brp-levering"
 	kubeVersion = "1.31.4" // the Kubernetes the schemas come from (kubernetesModule)
@@ -61,7 +72,7 @@ var chartValues = map[string][]string{
 
 func helmTemplate(t *testing.T, set []string) []byte {
 	t.Helper()
-	helm := tool(t, "helm", "scripts/test.sh installs it: go install helm.sh/helm/v3/cmd/helm")
+	helm := goTool(t, "helm", "helm.sh/helm/v3/cmd/helm@v3.16.3")
 	args := []string{"template", "brp", chartDir, "--namespace", "brp", "--kube-version", kubeVersion}
 	for _, s := range set {
 		args = append(args, "--set", s)
@@ -71,8 +82,8 @@ func helmTemplate(t *testing.T, set []string) []byte {
 
 func TestChartLintsAndRendersValidManifests(t *testing.T) {
 	t.Parallel()
-	helm := tool(t, "helm", "scripts/test.sh installs it: go install helm.sh/helm/v3/cmd/helm")
-	kubeconform := tool(t, "kubeconform", "scripts/test.sh installs it: go install github.com/yannh/kubeconform/cmd/kubeconform")
+	helm := goTool(t, "helm", "helm.sh/helm/v3/cmd/helm@v3.16.3")
+	kubeconform := goTool(t, "kubeconform", "github.com/yannh/kubeconform/cmd/kubeconform@v0.6.7")
 	out := run(t, ".", nil, helm, "lint", "--strict", chartDir)
 	if !strings.Contains(out, "0 chart(s) failed") {
 		t.Fatalf("helm lint:\n%s", out)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/levering"
 	"github.com/brp/levering/schema"
@@ -41,7 +42,7 @@ func main() {
 	setup.OneThread()
 	err := run(ctx, os.Args[1:], os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "mutatielevering: %v\n", err)
+		fmt.Fprintf(os.Stderr, "mutatielevering: %s\n", dbsession.Redact(err.Error())) // no secret, whatever the error quotes
 	}
 	os.Exit(exitCode(err))
 }
@@ -81,6 +82,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer db.Close()
 	if err := schema.Check(ctx, db.DB); err != nil {
+		return err
+	}
+	if err := setup.CheckBroker(ctx, bcfg, log); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()

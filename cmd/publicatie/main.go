@@ -86,7 +86,7 @@ func main() {
 	setup.OneThread()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "publicatie: %v\n", err)
+		fmt.Fprintf(os.Stderr, "publicatie: %s\n", dbsession.Redact(err.Error())) // no secret, whatever the error quotes
 	}
 	os.Exit(exitCode(err))
 }
@@ -125,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case cmd == "" || cmd == "run":
 		return serve(ctx, cfg, log)
 	case cmd == "status" || cmd == "fout":
+		// An operator waits for an answer, not for a database that is away.
+		ctx, cancel := context.WithTimeout(ctx, OperatorTimeout)
+		defer cancel()
 		db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
 		if err != nil {
 			return err
@@ -168,9 +171,15 @@ func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer
 	return nil
 }
 
+// OperatorTimeout bounds an operator command (status, fout ..., migrate status): past it, the
+// command gives up with exit 1, naming what it waited for.
+const OperatorTimeout = 20 * time.Second
+
 // migrateStatus prints which migrations the database has, and any index an interrupted build
 // left invalid (the next migrate builds it again).
 func migrateStatus(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, OperatorTimeout)
+	defer cancel()
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
 	if err != nil {
 		return err
@@ -239,7 +248,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	session := cfg.Session(command)
 	listenDSN, err := dbsession.DSN(string(cfg.DatabaseURL), session)
 	if err != nil {
-		return fmt.Errorf("%w: BRP_DATABASE_URL: %v", setup.ErrConfig, err)
+		return fmt.Errorf("%w: BRP_DATABASE_URL: %s", setup.ErrConfig, dbsession.Redact(err.Error()))
 	}
 	pcfg := publicatie.Config{
 		Delay:             time.Duration(cfg.Delay),
@@ -272,6 +281,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	defer db.Close()
 	if err := schema.Check(ctx, db.DB); err != nil {
+		return err
+	}
+	if err := setup.CheckBroker(ctx, bcfg, log); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -239,4 +240,16 @@ func Describe(ctx context.Context, db *sqlx.DB, table string) []string {
 		out[i] = h.String()
 	}
 	return out
+}
+
+var (
+	urlPassword = regexp.MustCompile(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']*:)[^@\s"']*@`)
+	kvPassword  = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'"]+)`)
+)
+
+// Redact replaces every password in s, a URL, a key=value connection string or a message that
+// quotes either, by xxxxx (as net/url's Redacted does): errors and logs must never carry one.
+func Redact(s string) string {
+	s = urlPassword.ReplaceAllString(s, "${1}xxxxx@")
+	return kvPassword.ReplaceAllString(s, "${1}xxxxx")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver
 
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/schema"
 )
 
@@ -80,12 +81,7 @@ func onServer(ctx context.Context, serverURL string, stmts ...string) error {
 }
 
 // Redact is a database URL without its password, for messages.
-func Redact(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return "(database)"
-}
+func Redact(u string) string { return dbsession.Redact(u) }
 
 // The contract's tables as bijhouding may have created them (CONTRACT.md section 1 allows
 // each), for CreateDBWith. The service must work on every one of them.

@@ -10,13 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/kelseyhightower/envconfig"
+	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/backoff"
@@ -65,7 +68,7 @@ func Load(cfg any) error {
 	err := envconfig.Process("", cfg)
 	var pe *envconfig.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%w: %s=%q: %v", ErrConfig, pe.KeyName, pe.Value, pe.Err)
+		return fmt.Errorf("%w: %s=%q: %v", ErrConfig, pe.KeyName, dbsession.Redact(pe.Value), pe.Err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
@@ -118,7 +121,7 @@ func (c Common) Broker() (broker.Config, error) {
 // Logger builds the process logger: JSON, or text when format is text or (auto) stderr is a
 // terminal.
 func (c Common) Logger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.Level(c.LogLevel), ReplaceAttr: durationSeconds}
+	opts := &slog.HandlerOptions{Level: slog.Level(c.LogLevel), ReplaceAttr: replaceAttr}
 	text := c.LogFormat == "text"
 	if c.LogFormat == "auto" {
 		if f, ok := w.(*os.File); ok {
@@ -134,11 +137,12 @@ func (c Common) Logger(w io.Writer) *slog.Logger {
 }
 
 // OpenDB opens the database with sessions bounded by s and waits, logging, until it answers
-// or ctx ends.
+// or ctx ends. A first answer that says the setting can never work (permanentDBError) is an
+// ErrConfig naming BRP_DATABASE_URL.
 func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slog.Logger) (*sqlx.DB, error) {
 	db, err := dbsession.Open(string(url), s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: BRP_DATABASE_URL: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: BRP_DATABASE_URL: %s", ErrConfig, dbsession.Redact(err.Error()))
 	}
 	db.SetMaxOpenConns(20)
 	db.SetMaxIdleConns(20)
@@ -146,7 +150,7 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 	retry := backoff.New(200*time.Millisecond, 5*time.Second)
 	for logged := false; ; {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := db.PingContext(pctx)
+		err = db.PingContext(pctx)
 		cancel()
 		if err == nil {
 			if logged {
@@ -156,14 +160,68 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 		}
 		if ctx.Err() != nil {
 			db.Close()
-			return nil, fmt.Errorf("database: %w", ctx.Err())
+			return nil, fmt.Errorf("database not reachable (%w); last error: %s", ctx.Err(), dbsession.Redact(err.Error()))
 		}
 		if !logged {
+			if permanentDBError(err) {
+				db.Close()
+				return nil, fmt.Errorf("%w: BRP_DATABASE_URL: %s", ErrConfig, dbsession.Redact(err.Error()))
+			}
 			log.Warn("database unavailable, waiting", slog.Any("error", err))
 			logged = true
 		}
 		_ = retry.Wait(ctx) // an ended ctx is seen after the next ping
 	}
+}
+
+// CheckBroker connects to the broker once at start: a broker that refuses the login (or the
+// virtual host) is a setting that can never work, an ErrConfig naming the variables; a broker
+// that is not there yet is left to the command, which waits for it.
+func CheckBroker(ctx context.Context, cfg broker.Config, log *slog.Logger) error {
+	d, err := broker.NewDialer(cfg)
+	if err != nil {
+		return fmt.Errorf("%w: BRP_STOMP_ADDR: %v", ErrConfig, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a refusal comes at once
+	defer cancel()
+	c, err := d.Dial(ctx)
+	switch {
+	case err == nil:
+		c.Disconnect()
+	case errors.Is(err, broker.ErrRefused):
+		return fmt.Errorf("%w: BRP_STOMP_LOGIN, BRP_STOMP_PASSCODE, BRP_STOMP_HOST: %s", ErrConfig, dbsession.Redact(err.Error()))
+	default:
+		log.Warn("broker unavailable at start, waiting", slog.Any("error", err))
+	}
+	return nil
+}
+
+// permanentDBError tells, for the first connection of a process, a setting that can never
+// work (no such database or role, a refused password, a bad sslmode, an unreadable or wrong
+// certificate) from a database that is merely not there yet (refused, unreachable, starting
+// up, a DNS name not yet known), which is waited for. Only the first attempt is judged: once
+// a setting has worked, every failure is waited out.
+func permanentDBError(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "3D000", // invalid_catalog_name: no such database
+			"28000", // invalid_authorization_specification: no such role, or pg_hba refuses
+			"28P01": // invalid_password
+			return true
+		}
+		return false
+	}
+	var pathErr *fs.PathError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var certErr x509.CertificateInvalidError
+	if errors.As(err, &pathErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &certErr) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "sslmode") || strings.Contains(msg, "SSL is not enabled on the server") ||
+		strings.Contains(msg, "certificate") || strings.Contains(msg, "private key")
 }
 
 // OneThread makes the Go runtime run Go code on one OS thread at a time, unless the

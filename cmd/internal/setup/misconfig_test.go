@@ -1,0 +1,108 @@
+package setup_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/rig"
+)
+
+// withURL returns the tests' database URL changed by f.
+func withURL(t *testing.T, f func(u *url.URL)) string {
+	t.Helper()
+	u, err := url.Parse(brptest.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f(u)
+	return u.String()
+}
+
+// A setting that can never work stops the command at its first connection with exit 2 and
+// one line naming the variable, and no line ever carries the password.
+func TestPermanentMisconfigurationExits2(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"unknown database": withURL(t, func(u *url.URL) { u.Path = "/no_such_database_x" }),
+		"unknown role":     withURL(t, func(u *url.URL) { u.User = url.UserPassword("no_such_role_x", "s3cretpw") }),
+		"bad sslmode":      withURL(t, func(u *url.URL) { u.RawQuery = "sslmode=bogus" }),
+		"unreadable sslrootcert": withURL(t, func(u *url.URL) {
+			u.RawQuery = "sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"
+		}),
+		"unparsable, with a password": "postgres://brp:s3cretpw@db:notaport/brp",
+	}
+	for _, bin := range []string{"cmd/publicatie", "cmd/mutatielevering"} {
+		bin := brptest.Build(t, bin)
+		for name, dbURL := range cases {
+			code, stderr := brptest.RunBad(t, bin, "BRP_DATABASE_URL", dbURL)
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			last := lines[len(lines)-1]
+			if code != 2 || !strings.Contains(last, "BRP_DATABASE_URL") {
+				t.Errorf("%s: %s: exit %d, want 2 and a line naming BRP_DATABASE_URL:\n%s", bin, name, code, stderr)
+			}
+			if strings.Contains(stderr, "s3cretpw") {
+				t.Errorf("%s: %s: the password is in the output:\n%s", bin, name, stderr)
+			}
+		}
+	}
+}
+
+// A database that is merely away is waited for (with a log line saying so), not a reason to
+// exit; an operator command gives up after OperatorTimeout with exit 1 and says why.
+func TestDatabaseAwayIsWaitedForAndOperatorCommandsGiveUp(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there now: connection refused
+	away := withURL(t, func(u *url.URL) { u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) })
+	for _, bin := range []string{"cmd/publicatie", "cmd/mutatielevering"} {
+		p := brptest.Start(t, bin, brptest.Build(t, bin), "BRP_DATABASE_URL="+away)
+		p.WaitLog("database unavailable, waiting", 20*time.Second)
+		time.Sleep(2 * time.Second)
+		if p.Exited() {
+			t.Errorf("%s exited while the database was away", bin)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, brptest.Build(t, "cmd/publicatie"), "status")
+	cmd.Env = rig.Environ("BRP_DATABASE_URL=" + away)
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "database not reachable") {
+		t.Fatalf("publicatie status with the database away: exit %d after %v:\n%s", code, time.Since(start).Round(time.Second), out)
+	}
+	t.Logf("publicatie status gave up after %v", time.Since(start).Round(time.Second))
+}
+
+// A broker that refuses the login stops the command at start with exit 2 naming the
+// variables, without the passcode in any line.
+func TestBrokerRefusingTheLoginExits2(t *testing.T) {
+	t.Parallel()
+	rabbit := brptest.RabbitMQ(t)
+	_, dbURL := brptest.DB(t)
+	for _, bin := range []string{"cmd/publicatie", "cmd/mutatielevering"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, brptest.Build(t, bin))
+		cmd.Env = rig.Environ("BRP_DATABASE_URL="+dbURL, "BRP_STOMP_ADDR="+rabbit.Addr,
+			"BRP_STOMP_LOGIN="+rabbit.Login, "BRP_STOMP_PASSCODE=wrong-s3cretpw", "BRP_STOMP_HOST="+rabbit.Host)
+		out, _ := cmd.CombinedOutput()
+		cancel()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "BRP_STOMP_PASSCODE") {
+			t.Errorf("%s with a wrong passcode: exit %d, want 2 naming BRP_STOMP_PASSCODE:\n%s", bin, code, out)
+		}
+		if strings.Contains(string(out), "s3cretpw") {
+			t.Errorf("%s: the passcode is in the output:\n%s", bin, out)
+		}
+	}
+}
