@@ -185,6 +185,16 @@ func TestChartWorkloadsMatchTheBinaries(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: command %q is not one of the binaries", w.Metadata.Name, c.Command)
 		}
+		// Every variable the chart sets is one the binary reads (its --help lists them all).
+		code, help := runEnv(t, bin, nil, "--help")
+		if code != 0 {
+			t.Fatalf("%s --help: exit %d\n%s", c.Command[0], code, help)
+		}
+		for _, e := range c.Env {
+			if !strings.Contains(help, "  "+e.Name+" ") {
+				t.Errorf("%s: the chart sets %s, which %s does not read", w.Metadata.Name, e.Name, c.Command[0])
+			}
+		}
 		// The rendered environment, with the cluster's addresses and files replaced by the test's.
 		var env []string
 		httpAddr := ""

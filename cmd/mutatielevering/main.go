@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,14 +41,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	setup.OneThread()
-	err := run(ctx, os.Args[1:], os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mutatielevering: %s\n", dbsession.Redact(err.Error())) // no secret, whatever the error quotes
 	}
 	os.Exit(exitCode(err))
 }
 
-var errUsage = errors.New("usage: mutatielevering (no arguments)")
+var errUsage = errors.New("usage: mutatielevering [--help | --version]")
 
 func exitCode(err error) int {
 	switch {
@@ -59,8 +60,17 @@ func exitCode(err error) int {
 	return 1
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
+	if len(args) == 1 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			return setup.Usage(stdout, strings.TrimPrefix(errUsage.Error(), "usage: "), &cfg)
+		case "--version", "version":
+			_, err := fmt.Fprintln(stdout, "mutatielevering", setup.BuildInfo())
+			return err
+		}
+	}
 	if err := setup.Load(&cfg); err != nil {
 		return err
 	}

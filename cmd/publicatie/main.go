@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -94,7 +95,7 @@ func main() {
 // command names this program in its database sessions (dbsession.AppName).
 const command = "publicatie"
 
-var errUsage = errors.New("usage: publicatie [migrate [status] | status | fout list|show|retry|release ...]")
+var errUsage = errors.New("usage: publicatie [migrate [status] | status | fout list|show|retry|release ... | --help | --version]")
 
 func exitCode(err error) int {
 	switch {
@@ -109,6 +110,15 @@ func exitCode(err error) int {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
+	if len(args) == 1 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			return setup.Usage(stdout, strings.TrimPrefix(errUsage.Error(), "usage: "), &cfg)
+		case "--version", "version":
+			_, err := fmt.Fprintln(stdout, command, setup.BuildInfo())
+			return err
+		}
+	}
 	if err := setup.Load(&cfg); err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func TestOperatorCommandsExitCodes(t *testing.T) {
 		{[]string{"fout", "retry", "1"}, "", 2, "--door NAME is required"},
 		{[]string{"fout", "retry", "1"}, "ops", 1, "publicatie: retry 1: operate: handeling is not in fout: it is te leveren (NULL)\n"},
 		{[]string{"fout", "show", "999"}, "", 1, "publicatie: show 999: operate: handeling not found\n"},
-		{[]string{"frobnicate"}, "", 2, "publicatie: usage: publicatie [migrate [status] | status | fout list|show|retry|release ...]\n"},
+		{[]string{"frobnicate"}, "", 2, "publicatie: usage: publicatie [migrate [status] | status | fout list|show|retry|release ... | --help | --version]\n"},
 	} {
 		t.Setenv("SUDO_USER", "")
 		t.Setenv("USER", c.user)

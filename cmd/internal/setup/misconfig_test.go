@@ -2,14 +2,17 @@ package setup_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/rig"
 )
@@ -104,5 +107,71 @@ func TestBrokerRefusingTheLoginExits2(t *testing.T) {
 		if strings.Contains(string(out), "s3cretpw") {
 			t.Errorf("%s: the passcode is in the output:\n%s", bin, out)
 		}
+	}
+}
+
+// --help lists every variable with its default and --version says the build, both with exit
+// 0 and without a database or broker (the settings point nowhere, and may even be bad).
+func TestHelpAndVersionTouchNothing(t *testing.T) {
+	t.Parallel()
+	for _, bin := range []string{"cmd/publicatie", "cmd/mutatielevering"} {
+		path := brptest.Build(t, bin)
+		for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}} {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			cmd := exec.CommandContext(ctx, path, args...)
+			cmd.Env = rig.Environ("BRP_DATABASE_URL=postgres://nobody@127.0.0.1:1/none", "BRP_STOMP_ADDR=127.0.0.1:1",
+				"BRP_LOG_LEVEL=loud")
+			out, err := cmd.Output()
+			cancel()
+			if err != nil {
+				t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
+			}
+			if args[0] == "--version" {
+				if !strings.Contains(string(out), "dev revision") {
+					t.Errorf("%s --version: %s", bin, out)
+				}
+				continue
+			}
+			for _, v := range []string{"BRP_DATABASE_URL", "BRP_DATABASE_PASSWORD_FILE", "BRP_STOMP_PASSCODE_FILE", "BRP_STOMP_TLS_CERT", "BRP_LOG_LEVEL  "} {
+				if !strings.Contains(string(out), v) {
+					t.Errorf("%s %v lists no %s:\n%s", bin, args, v, out)
+				}
+			}
+		}
+	}
+}
+
+// The secrets can come from files (a Kubernetes Secret): the password goes into the database
+// URL, the passcode beside the login; a file that cannot be read, or a secret given twice,
+// exits 2 naming the variables.
+func TestSecretsFromFiles(t *testing.T) { // not parallel: it sets the environment
+	dir := t.TempDir()
+	pw := dir + "/password"
+	if err := os.WriteFile(pw, []byte("s3cretpw\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	var c setup.Common
+	t.Setenv("BRP_DATABASE_URL", "postgres://brp@db:5432/brp?sslmode=verify-full")
+	t.Setenv("BRP_DATABASE_PASSWORD_FILE", pw)
+	t.Setenv("BRP_STOMP_PASSCODE_FILE", pw)
+	if err := setup.Load(&c); err != nil {
+		t.Fatal(err)
+	}
+	if string(c.DatabaseURL) != "postgres://brp:s3cretpw@db:5432/brp?sslmode=verify-full" || c.StompPasscode != "s3cretpw" {
+		t.Fatalf("loaded %q and passcode %q", c.DatabaseURL, c.StompPasscode)
+	}
+	for _, bad := range [][2]string{
+		{"BRP_DATABASE_PASSWORD_FILE", dir + "/missing"},
+		{"BRP_DATABASE_URL", "postgres://brp:other@db/brp"},
+		{"BRP_STOMP_PASSCODE", "other"},
+	} {
+		t.Run(bad[0], func(t *testing.T) {
+			t.Setenv(bad[0], bad[1])
+			var c setup.Common
+			err := setup.Load(&c)
+			if !errors.Is(err, setup.ErrConfig) || !strings.Contains(err.Error(), bad[0]) || strings.Contains(err.Error(), "s3cretpw") {
+				t.Fatalf("%s=%s: %v, want ErrConfig naming it, without the secret", bad[0], bad[1], err)
+			}
+		})
 	}
 }

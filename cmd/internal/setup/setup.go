@@ -12,9 +12,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -46,7 +49,65 @@ type Common struct {
 	LockTimeout      Duration `envconfig:"BRP_DATABASE_LOCK_TIMEOUT" default:"5s"`
 	IdleTimeout      Duration `envconfig:"BRP_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT" default:"10s"`
 	TCPUserTimeout   Duration `envconfig:"BRP_TCP_USER_TIMEOUT" default:"20s"`
+	// Secrets from files (a Kubernetes Secret mounted read-only), instead of the environment.
+	DatabasePasswordFile string `envconfig:"BRP_DATABASE_PASSWORD_FILE"`
+	StompPasscodeFile    string `envconfig:"BRP_STOMP_PASSCODE_FILE"`
 }
+
+// readSecrets puts the secrets of the *_FILE variables in their place: the password into the
+// database URL (which must then carry none), the passcode beside the login.
+func (c *Common) readSecrets() error {
+	read := func(name, path string) (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s=%q: expected a readable file holding the secret: %v", ErrConfig, name, path, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	if c.DatabasePasswordFile != "" {
+		pw, err := read("BRP_DATABASE_PASSWORD_FILE", c.DatabasePasswordFile)
+		if err != nil {
+			return err
+		}
+		u, err := withPassword(string(c.DatabaseURL), pw)
+		if err != nil {
+			return fmt.Errorf("%w: BRP_DATABASE_URL, BRP_DATABASE_PASSWORD_FILE: %v", ErrConfig, err)
+		}
+		c.DatabaseURL = DatabaseURL(u)
+	}
+	if c.StompPasscodeFile != "" {
+		if c.StompPasscode != "" {
+			return fmt.Errorf("%w: BRP_STOMP_PASSCODE, BRP_STOMP_PASSCODE_FILE: expected one of them, not both", ErrConfig)
+		}
+		pc, err := read("BRP_STOMP_PASSCODE_FILE", c.StompPasscodeFile)
+		if err != nil {
+			return err
+		}
+		c.StompPasscode = pc
+	}
+	return nil
+}
+
+// withPassword adds pw to a database URL or key=value string that carries no password.
+func withPassword(dsn, pw string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", errors.New("expected a PostgreSQL URL")
+		}
+		if _, set := u.User.Password(); set {
+			return "", errors.New("expected the password in one of them, not both")
+		}
+		u.User = url.UserPassword(u.User.Username(), pw)
+		return u.String(), nil
+	}
+	if kvPassword.MatchString(dsn) {
+		return "", errors.New("expected the password in one of them, not both")
+	}
+	return dsn + " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(pw) + "'", nil
+}
+
+var kvPassword = regexp.MustCompile(`(?i)(^|\s)password\s*=`)
 
 // Session returns the bounds of command's database sessions.
 func (c Common) Session(command string) dbsession.Settings {
@@ -73,7 +134,22 @@ func Load(cfg any) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	if s, ok := cfg.(interface{ readSecrets() error }); ok {
+		return s.readSecrets()
+	}
 	return nil
+}
+
+// Usage writes what a command's --help says: its usage line, then every variable of cfg (a
+// struct with envconfig tags) with its default, as envconfig knows them.
+func Usage(w io.Writer, usage string, cfg any) error {
+	fmt.Fprintf(w, "%s\n\nSettings (environment variables; README.md, Configuration, says what each means):\n\n", usage)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	err := envconfig.Usagef("", cfg, tw, "{{range .}}  {{usage_key .}}\t{{usage_default .}}\n{{end}}")
+	if err != nil {
+		return err
+	}
+	return tw.Flush()
 }
 
 // Broker turns the settings into a broker.Config.
