@@ -94,7 +94,7 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 }
 
-// The alerts the README's table asks for, each with a for: duration, a severity, runbook text,
+// The alerts the operations table (docs/operations.md) asks for, each with a for: duration, a severity, runbook text,
 // and unit tests in which it fires and in which it stays quiet.
 func TestEveryAlertHasARunbookAndFiresAndQuietsInTests(t *testing.T) {
 	t.Parallel()

@@ -313,5 +313,5 @@ func (g *Guard) refuse(w http.ResponseWriter) {
 		code = http.StatusForbidden // 401 requires a challenge; certificates and proxies have none
 	}
 	w.WriteHeader(code)
-	_, _ = io.WriteString(w, "The operator pages need authentication (see the README, section Operations).\n")
+	_, _ = io.WriteString(w, "The operator pages need authentication (see docs/operations.md, section Operator pages).\n")
 }

@@ -143,7 +143,7 @@ func Load(cfg any) error {
 // Usage writes what a command's --help says: its usage line, then every variable of cfg (a
 // struct with envconfig tags) with its default, as envconfig knows them.
 func Usage(w io.Writer, usage string, cfg any) error {
-	fmt.Fprintf(w, "%s\n\nSettings (environment variables; README.md, Configuration, says what each means):\n\n", usage)
+	fmt.Fprintf(w, "%s\n\nSettings (environment variables; docs/operations.md, Configuration, says what each means):\n\n", usage)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	err := envconfig.Usagef("", cfg, tw, "{{range .}}  {{usage_key .}}\t{{usage_default .}}\n{{end}}")
 	if err != nil {
