@@ -83,6 +83,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	bcfg.RandomStart = bool(cfg.StompRandomize)
+	// The probe listener answers from the start: a liveness probe sees the process run while
+	// it waits for its database and broker.
+	probe := &setup.Starting{}
+	probe.Waiting("database")
+	if _, err := setup.Serve(ctx, cfg.HTTPAddr, probe, log); err != nil {
+		return err
+	}
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session("mutatielevering"), log)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -94,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := schema.Check(ctx, db.DB); err != nil {
 		return err
 	}
+	probe.Waiting("broker")
 	if err := setup.CheckBroker(ctx, bcfg, log); err != nil {
 		return err
 	}
@@ -128,8 +136,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return nil
 		}},
 		setup.Check{Name: "batches", Check: func(context.Context) error { return c.Stuck() }})
-	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
-		return err
-	}
+	probe.Set(mux)
 	return c.Run(ctx)
 }

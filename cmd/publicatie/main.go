@@ -282,6 +282,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		},
 		Broker: bcfg,
 	}
+	// The probe listener answers from the start: a liveness probe sees the process run while
+	// it waits for its database and broker.
+	probe := &setup.Starting{}
+	probe.Waiting("database")
+	if _, err := setup.Serve(ctx, cfg.HTTPAddr, probe, log); err != nil {
+		return err
+	}
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, session, log)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -293,6 +300,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := schema.Check(ctx, db.DB); err != nil {
 		return err
 	}
+	probe.Waiting("broker")
 	if err := setup.CheckBroker(ctx, bcfg, log); err != nil {
 		return err
 	}
@@ -323,9 +331,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "The operator pages are served on BRP_OPERATE_ADDR, not here.", http.StatusNotFound)
 	})
-	if _, err := setup.Serve(ctx, cfg.HTTPAddr, mux, log); err != nil {
-		return err
-	}
+	probe.Set(mux)
 	pages := operate.Handler(db, cfg.overview(), func() (string, bool) { return pub.Config().Instance, pub.Leader() }, log)
 	if _, err := setup.ServeOperate(ctx, cfg.OperateAddr, guard, pages, log); err != nil {
 		return err

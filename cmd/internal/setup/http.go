@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -183,4 +184,38 @@ func (d dependencyCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(dependencyUp, prometheus.GaugeValue, up, d.checks[i].Name)
 	}
+}
+
+// Starting is the probe listener's handler from the first moment of the process: until Set
+// puts the real one in place, /healthz answers 200 (the process runs: a liveness or startup
+// probe must not restart a process that waits for its database or broker), and every other
+// path 503 saying what the process waits for.
+type Starting struct {
+	h       atomic.Pointer[http.Handler]
+	waiting atomic.Pointer[string]
+}
+
+// Waiting says what the process waits for now.
+func (s *Starting) Waiting(what string) { s.waiting.Store(&what) }
+
+// Set puts the real handler in place.
+func (s *Starting) Set(h http.Handler) { s.h.Store(&h) }
+
+func (s *Starting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	what := "start"
+	if p := s.waiting.Load(); p != nil {
+		what = *p
+	}
+	if r.URL.Path == "/healthz" {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintln(w, "ok (starting: waiting for the "+what+")")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(map[string]any{"ready": false, "starting": "waiting for the " + what})
 }

@@ -3,7 +3,9 @@ package setup_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -74,6 +76,18 @@ func TestDatabaseAwayIsWaitedForAndOperatorCommandsGiveUp(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		if p.Exited() {
 			t.Errorf("%s exited while the database was away", bin)
+		}
+		// Its probes answer meanwhile: alive (a liveness probe must not restart it), not ready.
+		for path, want := range map[string]int{"/healthz": http.StatusOK, "/readyz": http.StatusServiceUnavailable} {
+			resp, err := http.Get("http://" + p.HTTPAddr() + path)
+			if err != nil {
+				t.Fatalf("%s %s while waiting for the database: %v", bin, path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || !strings.Contains(string(b), "waiting for the database") {
+				t.Errorf("%s %s while waiting for the database: %s %s, want %d", bin, path, resp.Status, b, want)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
