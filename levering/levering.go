@@ -123,14 +123,17 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// maxPrefetch bounds Prefetch: the consumer holds a buffer of that many deliveries.
+const maxPrefetch = 1 << 20
+
 func (c Config) validate() error {
 	switch {
 	case c.Workers < 0:
 		return fmt.Errorf("%w: Workers %d must be positive", ErrConfig, c.Workers)
 	case c.Batch < 0:
 		return fmt.Errorf("%w: Batch %d must be positive", ErrConfig, c.Batch)
-	case c.Prefetch < 0:
-		return fmt.Errorf("%w: Prefetch %d must be positive", ErrConfig, c.Prefetch)
+	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
+		return fmt.Errorf("%w: Prefetch %d must be positive and at most %d", ErrConfig, c.Prefetch, maxPrefetch)
 	case c.BatchTimeout < 0:
 		return fmt.Errorf("%w: BatchTimeout %v must be positive", ErrConfig, c.BatchTimeout)
 	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:

@@ -17,3 +17,10 @@ func TestQueueDefaults(t *testing.T) {
 		t.Error(d)
 	}
 }
+
+// Every numeric setting has an upper bound (a max tag, checked at start).
+func TestEveryNumericSettingHasABound(t *testing.T) {
+	if u := setup.Unbounded(config{}); len(u) > 0 {
+		t.Errorf("numeric settings without a max tag: %v", u)
+	}
+}

@@ -28,10 +28,10 @@ type config struct {
 	Queue           setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
 	VerzendingQueue setup.Queue      `envconfig:"BRP_LEVERING_VERZENDING_QUEUE" default:"/queue/brp.levering.verzending"`
 	DeadLetterQueue setup.Queue      `envconfig:"BRP_LEVERING_MUTATIELEVERING_DLQ" default:"/queue/brp.levering.admhndpublicatie.dlq"`
-	Workers         setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"2"`
-	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50"`
-	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH"` // unset: workers x batch
-	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20"`
+	Workers         setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"2" max:"64"`
+	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50" max:"10000"`
+	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" max:"100000"` // unset: workers x batch
+	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20" max:"1h"`
 	// Consumers subscribe on a random broker node, so that they spread over a network of
 	// brokers (their verzending messages go to the first node that answers).
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"true"`

@@ -33,17 +33,17 @@ type config struct {
 	setup.Common
 	setup.Operate
 	HTTPAddr      setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
-	Delay         setup.Millis     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" default:"5000"`
-	Limit         setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" default:"5000"`
-	MaxInLevering setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" default:"1000"`
-	ViewSize      setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" default:"100000"`
+	Delay         setup.Millis     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" default:"5000" max:"1h"`
+	Limit         setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" default:"5000" max:"1000000"`
+	MaxInLevering setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" default:"1000" max:"1000000"`
+	ViewSize      setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" default:"100000" max:"10000000"`
 	Queue         setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
 	Excluded      setup.List       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED" default:"GBA_INITIELE_VULLING"`
 	FoutPolicy    foutPolicy       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY" default:"strict"`
 	Cluster       clusterName      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER" default:"default"`
-	Wartezeit     wartezeit        `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT"`
+	Wartezeit     wartezeit        `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT" max:"1h"`
 	Standalone    setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE" default:"false"`
-	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"60"`
+	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"60" max:"24h"`
 	Wakeup        setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP" default:"true"`
 	// The publisher takes the first broker node that answers, in the order listed.
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"false"`

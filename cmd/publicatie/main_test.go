@@ -109,3 +109,10 @@ func TestSchemaCheckAndMigrateStatus(t *testing.T) {
 		t.Fatalf("migrate status after migrate: exit %d:\n%s", code, out)
 	}
 }
+
+// Every numeric setting has an upper bound (a max tag, checked at start).
+func TestEveryNumericSettingHasABound(t *testing.T) {
+	if u := setup.Unbounded(config{}); len(u) > 0 {
+		t.Errorf("numeric settings without a max tag: %v", u)
+	}
+}

@@ -40,15 +40,15 @@ type Common struct {
 	StompTLSCA     string      `envconfig:"BRP_STOMP_TLS_CA"`
 	StompTLSCert   string      `envconfig:"BRP_STOMP_TLS_CERT"`
 	StompTLSKey    string      `envconfig:"BRP_STOMP_TLS_KEY"`
-	StompHeartbeat HeartBeat   `envconfig:"BRP_STOMP_HEARTBEAT" default:"5s"`
-	StompTimeout   Duration    `envconfig:"BRP_STOMP_TIMEOUT" default:"30s"`
+	StompHeartbeat HeartBeat   `envconfig:"BRP_STOMP_HEARTBEAT" default:"5s" max:"10m"`
+	StompTimeout   Duration    `envconfig:"BRP_STOMP_TIMEOUT" default:"30s" max:"10m"`
 	LogFormat      LogFormat   `envconfig:"BRP_LOG_FORMAT" default:"auto"`
-	LogLevel       LogLevel    `envconfig:"BRP_LOG_LEVEL" default:"info"`
+	LogLevel       LogLevel    `envconfig:"BRP_LOG_LEVEL" default:"info" max:"8"` // a slog level: error is 8
 	// The bounds of every database session (package dbsession); 0 turns one off.
-	StatementTimeout Duration `envconfig:"BRP_DATABASE_STATEMENT_TIMEOUT" default:"30s"`
-	LockTimeout      Duration `envconfig:"BRP_DATABASE_LOCK_TIMEOUT" default:"5s"`
-	IdleTimeout      Duration `envconfig:"BRP_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT" default:"10s"`
-	TCPUserTimeout   Duration `envconfig:"BRP_TCP_USER_TIMEOUT" default:"20s"`
+	StatementTimeout Duration `envconfig:"BRP_DATABASE_STATEMENT_TIMEOUT" default:"30s" max:"24h"`
+	LockTimeout      Duration `envconfig:"BRP_DATABASE_LOCK_TIMEOUT" default:"5s" max:"1h"`
+	IdleTimeout      Duration `envconfig:"BRP_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT" default:"10s" max:"24h"`
+	TCPUserTimeout   Duration `envconfig:"BRP_TCP_USER_TIMEOUT" default:"20s" max:"1h"`
 	// Secrets from files (a Kubernetes Secret mounted read-only), instead of the environment.
 	DatabasePasswordFile string `envconfig:"BRP_DATABASE_PASSWORD_FILE"`
 	StompPasscodeFile    string `envconfig:"BRP_STOMP_PASSCODE_FILE"`
@@ -133,6 +133,9 @@ func Load(cfg any) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if err := checkBounds(cfg); err != nil {
+		return err
 	}
 	if s, ok := cfg.(interface{ readSecrets() error }); ok {
 		return s.readSecrets()
