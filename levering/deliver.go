@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/lib/pq"
@@ -22,6 +23,7 @@ const (
 	duplicate                 // was already delivered (or fout); nothing sent
 	markedFout                // a known error: statuslev fout
 	unknown                   // no such handeling
+	excluded                  // its soort is excluded from delivery: set aside, untouched
 )
 
 // errBroker marks a failure of the broker connection (as opposed to the database).
@@ -38,7 +40,8 @@ type Verzending struct {
 
 // deliverSQL is deliver's one statement: lock the rows in id order (two workers holding copies
 // of the same handelingen cannot deadlock), read their persons, and set geleverd, or fout when
-// a handeling has no persons, where not yet delivered. Two updates of disjoint rows, each
+// a handeling has no persons, where not yet delivered and its soort is not excluded ($3).
+// Two updates of disjoint rows, each
 // assigning its status as a bare literal: bijhouding's statuslev may be an enum, and a CASE
 // of literals would be text, which PostgreSQL does not assign to an enum. The condition is judged on the locked,
 // latest version of each row (l), so a publisher's round that held the lock is seen committed.
@@ -55,11 +58,13 @@ const deliverSQL = `
 			update admhnd a set statuslev = ` + handeling.GeleverdSQL + `, tslev = now()
 			from l join p on p.admhnd_id = l.id
 			where a.id = l.id and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
+			  and l.soort <> all($3::text[])
 			returning a.id, a.statuslev, a.tslev
 		), f as (
 			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $2
 			from l left join p on p.admhnd_id = l.id
 			where a.id = l.id and p.admhnd_id is null and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
+			  and l.soort <> all($3::text[])
 			returning a.id, a.statuslev, a.tslev
 		), u as (
 			select * from g union all select * from f
@@ -89,7 +94,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 		res[id] = unknown
 	}
 	found := make(map[int64]*Verzending, len(ids))
-	rows, err := c.stmts.In(tx.Tx).QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen)
+	rows, err := c.stmts.In(tx.Tx).QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen, pq.Array(c.cfg.Excluded))
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
@@ -103,6 +108,12 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 			return nil, fmt.Errorf("deliver: %w", err)
 		}
 		v.Personen = []int64(personen)
+		if slices.Contains(c.cfg.Excluded, v.Soort) {
+			// Nobody publishes an excluded soort: this publication was sent by hand, or by a
+			// publisher configured otherwise. Delivering it would break the exclusion.
+			res[v.ID] = excluded
+			continue
+		}
 		switch status {
 		case handeling.Geleverd:
 			res[v.ID] = delivered

@@ -37,6 +37,11 @@ type Config struct {
 	// DeadLetterQueue receives publications that cannot be read (bad input), with the reason
 	// in a header. Default handeling.DeadLetterQueue.
 	DeadLetterQueue string
+	// Excluded lists soorten that are never delivered: a publication of one (sent by hand, or
+	// by a publisher configured otherwise) is set aside, its handeling untouched. Nil means
+	// handeling.DefaultExcluded(); an empty non-nil slice excludes nothing. The same setting
+	// as the publisher's (BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED).
+	Excluded []string
 	// Workers is how many batches this process handles at once. Default 2.
 	Workers int
 	// Batch is the most publications a worker handles in one database transaction and one
@@ -105,6 +110,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DeadLetterQueue == "" {
 		c.DeadLetterQueue = handeling.DeadLetterQueue
+	}
+	if c.Excluded == nil {
+		c.Excluded = handeling.DefaultExcluded()
 	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
@@ -573,10 +581,14 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 			c.duplicates.Add(copies)
 			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
 				slog.String("message_id", byID[id][0].MessageID))
-		case unknown:
+		case unknown, excluded:
+			reason := fmt.Sprintf("handeling %d does not exist", id)
+			if o == excluded {
+				reason = fmt.Sprintf("handeling %d is of a soort excluded from delivery", id)
+			}
 			b.at(stepSetAside)
 			for _, m := range byID[id] {
-				if err := c.park(ctx, m, send, fmt.Sprintf("handeling %d does not exist", id)); err != nil {
+				if err := c.park(ctx, m, send, reason); err != nil {
 					return err
 				}
 			}

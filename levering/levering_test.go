@@ -206,3 +206,24 @@ func TestVerzendingIsText(t *testing.T) {
 		}
 	}
 }
+
+// A publication of an excluded soort (sent by hand: nobody publishes one) is set aside and its
+// handeling left as it is, not delivered past the exclusion.
+func TestExcludedSoortIsSetAsideNotDelivered(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "", load.Handeling{ID: 20, Personen: []int64{200}}, load.Handeling{ID: 21, Personen: []int64{210}})
+	e.db.MustExec(`update admhnd set soort = 'GBA_INITIELE_VULLING' where id = 20`)
+	brptest.Publish(t, e.q.Publicatie, publication(20, 200), publication(21, 210))
+	e.waitCounts(t, levering.Counts{Delivered: 1, Parked: 1})
+	if ids := e.verzending.IDs(); !slices.Equal(ids, []int64{21}) {
+		t.Fatalf("verzending %v, want [21]", ids)
+	}
+	dead := e.dlq.Messages()
+	if len(dead) != 1 || dead[0].AdmhndID != 20 || !strings.Contains(dead[0].Header["brp-reason"], "excluded") {
+		t.Fatalf("set aside %v, want handeling 20 with the reason", dead)
+	}
+	if s := brptest.Status(t, e.db, 20); s != "" {
+		t.Fatalf("the excluded handeling is %q, want untouched (NULL)", s)
+	}
+}

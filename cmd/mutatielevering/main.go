@@ -28,10 +28,12 @@ type config struct {
 	Queue           setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
 	VerzendingQueue setup.Queue      `envconfig:"BRP_LEVERING_VERZENDING_QUEUE" default:"/queue/brp.levering.verzending"`
 	DeadLetterQueue setup.Queue      `envconfig:"BRP_LEVERING_MUTATIELEVERING_DLQ" default:"/queue/brp.levering.admhndpublicatie.dlq"`
-	Workers         setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"2" max:"64"`
-	Batch           setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50" max:"10000"`
-	Prefetch        setup.Positive   `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" max:"100000"` // unset: workers x batch
-	BatchTimeout    setup.Seconds    `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20" max:"1h"`
+	// The publisher's setting: a publication of an excluded soort is set aside, not delivered.
+	Excluded     setup.List     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED" default:"GBA_INITIELE_VULLING"`
+	Workers      setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"2" max:"64"`
+	Batch        setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50" max:"10000"`
+	Prefetch     setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" max:"100000"` // unset: workers x batch
+	BatchTimeout setup.Seconds  `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20" max:"1h"`
 	// Consumers subscribe on a random broker node, so that they spread over a network of
 	// brokers (their verzending messages go to the first node that answers).
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"true"`
@@ -111,6 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Queue:           string(cfg.Queue),
 		VerzendingQueue: string(cfg.VerzendingQueue),
 		DeadLetterQueue: string(cfg.DeadLetterQueue),
+		Excluded:        cfg.Excluded,
 		Workers:         int(cfg.Workers),
 		Batch:           int(cfg.Batch),
 		Prefetch:        int(cfg.Prefetch),
