@@ -1,5 +1,7 @@
 package handeling
 
+import "time"
+
 // BlocksSQL is the rule for a handeling that holds back its persons' later handelingen, as an
 // SQL predicate on a row of admhnd (columns unqualified): it is in levering or, under the
 // strict fout policy, in fout and not released by an operator. strict is an SQL boolean
@@ -27,3 +29,34 @@ func NotExcludedSQL(excluded string) string {
 // a prepared statement uses the index (with soort <> all($n) it sorted every candidate
 // instead: measured). Use it when IsDefaultExcluded.
 const NotExcludedDefaultSQL = "soort <> '" + InitieleVulling + "'"
+
+// The accepted range of tsreg: TsregFrom <= tsreg < TsregUntil. A tsreg outside it ('-infinity',
+// 'infinity', a date before year 1 or from the year 10,000 on, or the first and last day of
+// the calendar, where time zones would carry it across) cannot be ordered or encoded
+// meaningfully (a verzending's tsreg is RFC 3339: years 0000-9999): such a handeling is set
+// fout at the publisher's intake with FoutTsreg, never published, and blocks its persons as
+// any fout does.
+var (
+	TsregFrom  = time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)
+	TsregUntil = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
+// TsregAcceptedSQL is the predicate, on a row of admhnd, that its tsreg is in the accepted
+// range (the same bounds as TsregFrom and TsregUntil, written in).
+const TsregAcceptedSQL = "(tsreg >= '0001-01-02 00:00:00+00' and tsreg < '9999-12-31 00:00:00+00')"
+
+// FoutTsreg is the foutreden of a handeling whose tsreg lies outside the accepted range.
+const FoutTsreg = "tsreg buiten het geaccepteerde bereik [0001-01-02, 9999-12-31): niet te ordenen of te leveren"
+
+// TsregAcceptedOn is TsregAcceptedSQL on the tsreg column col (qualified: "a.tsreg").
+func TsregAcceptedOn(col string) string {
+	return "(" + col + " >= '0001-01-02 00:00:00+00' and " + col + " < '9999-12-31 00:00:00+00')"
+}
+
+// TsregShownOn is the tsreg column col for display: inside the accepted range it is itself,
+// outside it is clamped to the range's ends, so that a handeling refused for its tsreg
+// ('-infinity', a date before year 1) can be listed and its age computed (lib/pq and JSON
+// cannot carry those values).
+func TsregShownOn(col string) string {
+	return "greatest(least(" + col + ", '9999-12-30 23:59:59+00'::timestamptz), '0001-01-02 00:00:00+00'::timestamptz)"
+}

@@ -40,36 +40,44 @@ type Verzending struct {
 
 // deliverSQL is deliver's one statement: lock the rows in id order (two workers holding copies
 // of the same handelingen cannot deadlock), read their persons, and set geleverd, or fout when
-// a handeling has no persons, where not yet delivered and its soort is not excluded ($3).
+// a handeling has no persons or ($4) a tsreg outside the accepted range, where not yet
+// delivered and its soort is not excluded ($3).
 // Two updates of disjoint rows, each
 // assigning its status as a bare literal: bijhouding's statuslev may be an enum, and a CASE
 // of literals would be text, which PostgreSQL does not assign to an enum. The condition is judged on the locked,
 // latest version of each row (l), so a publisher's round that held the lock is seen committed.
 // One statement instead of four saves the round trips and plans, and the persons are read in
 // the same snapshot as the rows: bijhouding writes a handeling and its persons together.
-const deliverSQL = `
+var deliverSQL = `
 		with l as (
 			select id, soort, tsreg, statuslev, tslev from admhnd
 			where id = any($1) order by id for update
 		), p as (
-			select admhnd_id, array_agg(persoon_id order by persoon_id) as personen
+			select admhnd_id, array_agg(distinct persoon_id order by persoon_id) as personen
 			from admhnd_persoon where admhnd_id = any($1) group by admhnd_id
 		), g as (
 			update admhnd a set statuslev = ` + handeling.GeleverdSQL + `, tslev = now()
 			from l join p on p.admhnd_id = l.id
 			where a.id = l.id and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
-			  and l.soort <> all($3::text[])
-			returning a.id, a.statuslev, a.tslev
+			  and l.soort <> all($3::text[]) and ` + handeling.TsregAcceptedOn("l.tsreg") + `
+			returning a.id, a.statuslev, a.tslev, a.foutreden
+		), o as (
+			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $4
+			from l
+			where a.id = l.id and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
+			  and l.soort <> all($3::text[]) and not ` + handeling.TsregAcceptedOn("l.tsreg") + `
+			returning a.id, a.statuslev, a.tslev, a.foutreden
 		), f as (
 			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $2
 			from l left join p on p.admhnd_id = l.id
 			where a.id = l.id and p.admhnd_id is null and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
-			  and l.soort <> all($3::text[])
-			returning a.id, a.statuslev, a.tslev
+			  and l.soort <> all($3::text[]) and ` + handeling.TsregAcceptedOn("l.tsreg") + `
+			returning a.id, a.statuslev, a.tslev, a.foutreden
 		), u as (
-			select * from g union all select * from f
+			select * from g union all select * from f union all select * from o
 		)
-		select l.id, l.soort, l.tsreg, coalesce(p.personen, '{}'), u.statuslev, u.tslev
+		select l.id, l.soort, case when ` + handeling.TsregAcceptedOn("l.tsreg") + ` then l.tsreg end,
+			coalesce(p.personen, '{}'), u.statuslev, u.tslev, coalesce(u.foutreden, '')
 		from l left join p on p.admhnd_id = l.id left join u on u.id = l.id`
 
 // foutGeenPersonen is the foutreden of a handeling without bijgehouden personen.
@@ -94,7 +102,8 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 		res[id] = unknown
 	}
 	found := make(map[int64]*Verzending, len(ids))
-	rows, err := c.stmts.In(tx.Tx).QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen, pq.Array(c.cfg.Excluded))
+	reasons := map[int64]string{}
+	rows, err := c.stmts.In(tx.Tx).QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen, pq.Array(c.cfg.Excluded), handeling.FoutTsreg)
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
@@ -102,12 +111,13 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 		v := &Verzending{}
 		var personen pq.Int64Array
 		var status handeling.Status
-		var tslev sql.NullTime
-		if err := rows.Scan(&v.ID, &v.Soort, &v.Tsreg, &personen, &status, &tslev); err != nil {
+		var tsreg, tslev sql.NullTime // tsreg NULL: outside the accepted range, set fout
+		var reason string
+		if err := rows.Scan(&v.ID, &v.Soort, &tsreg, &personen, &status, &tslev, &reason); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("deliver: %w", err)
 		}
-		v.Personen = []int64(personen)
+		v.Tsreg, v.Personen = tsreg.Time, []int64(personen)
 		if slices.Contains(c.cfg.Excluded, v.Soort) {
 			// Nobody publishes an excluded soort: this publication was sent by hand, or by a
 			// publisher configured otherwise. Delivering it would break the exclusion.
@@ -121,6 +131,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 			found[v.ID] = v
 		case handeling.Fout:
 			res[v.ID] = markedFout
+			reasons[v.ID] = reason
 		default:
 			res[v.ID] = duplicate
 		}
@@ -166,7 +177,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 	}
 	for _, id := range ids {
 		if res[id] == markedFout {
-			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", foutGeenPersonen))
+			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", reasons[id]))
 		}
 	}
 	return res, nil

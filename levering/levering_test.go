@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/levering"
@@ -225,5 +226,28 @@ func TestExcludedSoortIsSetAsideNotDelivered(t *testing.T) {
 	}
 	if s := brptest.Status(t, e.db, 20); s != "" {
 		t.Fatalf("the excluded handeling is %q, want untouched (NULL)", s)
+	}
+}
+
+// A handeling whose tsreg lies outside the accepted range (published before the publisher
+// refused such, or sent by hand) cannot be encoded as a verzending: it ends fout with the
+// reason, and the rest of its batch is delivered.
+func TestOddTsregEndsFoutNotTheBatch(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 30, Personen: []int64{300}}, load.Handeling{ID: 31, Personen: []int64{310}},
+		load.Handeling{ID: 32, Personen: []int64{320}})
+	e.db.MustExec(`update admhnd set tsreg = '0044-03-15 12:00:00+00 BC' where id = 30`)
+	e.db.MustExec(`update admhnd set tsreg = '-infinity' where id = 31`)
+	brptest.Publish(t, e.q.Publicatie, publication(30, 300), publication(31, 310), publication(32, 320))
+	e.waitCounts(t, levering.Counts{Delivered: 1, Fout: 2})
+	if ids := e.verzending.IDs(); !slices.Equal(ids, []int64{32}) {
+		t.Fatalf("verzending %v, want [32]", ids)
+	}
+	for _, id := range []int64{30, 31} {
+		var reason string
+		if err := e.db.Get(&reason, `select coalesce(foutreden, '') from admhnd where id = $1 and statuslev::text = 'fout'`, id); err != nil || reason != handeling.FoutTsreg {
+			t.Fatalf("handeling %d: foutreden %q (%v), want the tsreg reason", id, reason, err)
+		}
 	}
 }

@@ -75,8 +75,8 @@ func ListFout(ctx context.Context, db *sqlx.DB, limit int) ([]Fout, error) {
 
 func listFout(ctx context.Context, q sqlx.QueryerContext, limit int) ([]Fout, error) {
 	rows, err := q.QueryContext(ctx, `
-		select a.id, a.soort, a.tsreg, coalesce(a.foutreden, ''), a.vrijgegeven,
-		       array(select persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
+		select a.id, a.soort, `+handeling.TsregShownOn("a.tsreg")+`, coalesce(a.foutreden, ''), a.vrijgegeven,
+		       array(select distinct persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
 		from admhnd a
 		where a.statuslev = `+handeling.FoutSQL+`
 		order by a.tsreg desc, a.id desc
@@ -115,8 +115,8 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	err = tx.QueryRowxContext(ctx, `
-		select a.id, a.soort, a.tsreg, coalesce(a.foutreden, ''), a.vrijgegeven, coalesce(a.statuslev::text, ''),
-		       array(select persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
+		select a.id, a.soort, `+handeling.TsregShownOn("a.tsreg")+`, coalesce(a.foutreden, ''), a.vrijgegeven, coalesce(a.statuslev::text, ''),
+		       array(select distinct persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
 		from admhnd a where a.id = $1`, id).
 		Scan(&d.ID, &d.Soort, &d.Tsreg, &d.Foutreden, &d.Vrijgegeven, &d.Statuslev, pq.Array(&d.Personen))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -143,7 +143,7 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 	d.HeldBack = []Waiting{}
 	if d.Statuslev == handeling.Fout && d.Vrijgegeven == nil && cfg.FoutPolicy == handeling.Strict {
 		rows, err := tx.QueryContext(ctx, later+`
-			select id, soort, tsreg, count(*) over () from later where statuslev is null
+			select id, soort, `+handeling.TsregShownOn("tsreg")+`, count(*) over () from later where statuslev is null
 			order by tsreg, id limit $4`, id, d.Tsreg, pq.Array(cfg.Excluded), MaxHeldBack)
 		if err != nil {
 			return d, fmt.Errorf("show %d: held back: %w", id, err)

@@ -191,7 +191,8 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 
 	var old Undelivered
 	err = tx.QueryRowxContext(ctx, `
-		select id, soort, tsreg, extract(epoch from now() - tsreg)::float8, coalesce(statuslev::text, '')
+		select id, soort, `+handeling.TsregShownOn("tsreg")+`, extract(epoch from now() - `+handeling.TsregShownOn("tsreg")+`)::float8,
+		       coalesce(statuslev::text, '')
 		from (
 			(select id, soort, tsreg, statuslev from admhnd
 			 where statuslev is null and soort <> all($1::text[]) order by tsreg, id limit 1)
@@ -240,7 +241,7 @@ func readBlocked(ctx context.Context, q sqlx.QueryerContext, cfg OverviewConfig,
 		select pp.persoon_id, pp.id, pp.statuslev, pp.foutreden, pp.since, w.n, count(*) over ()
 		from per_person pp
 		cross join lateral (
-			select count(*) as n
+			select count(distinct w.id) as n
 			from admhnd_persoon wp join admhnd w on w.id = wp.admhnd_id
 			where wp.persoon_id = pp.persoon_id and w.statuslev is null and w.soort <> all($1::text[])
 		) w

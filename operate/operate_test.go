@@ -17,6 +17,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/operate"
@@ -544,6 +545,34 @@ func TestFormatAge(t *testing.T) {
 	for s, want := range map[float64]string{-1: "never", 0.25: "250ms", 42.9: "42s", 185: "3m05s", 7620: "2h07m", 273600: "3d04h"} {
 		if got := operate.FormatAge(s); got != want {
 			t.Errorf("FormatAge(%v) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// Handelingen with a tsreg outside the accepted range (refused by the publisher, or not yet)
+// can be listed and shown: their tsreg is shown clamped to the range.
+func TestOddTsregIsListedAndShown(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	db.MustExec(`insert into admhnd (id, soort, tsreg, statuslev, foutreden) values
+		(1, 'GEBOORTE', '-infinity', 'fout', 'tsreg'), (2, 'GEBOORTE', '0044-03-15 BC', null, null),
+		(3, 'GEBOORTE', 'infinity', 'fout', 'tsreg')`)
+	db.MustExec(`insert into admhnd_persoon values (1, 10), (2, 10), (3, 30)`)
+	ctx := context.Background()
+	o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{})
+	if err != nil || o.Oldest == nil || o.Oldest.ID != 2 || !o.Oldest.Tsreg.Equal(handeling.TsregFrom) {
+		t.Fatalf("overview: %+v, %v", o.Oldest, err)
+	}
+	if _, err := json.Marshal(o); err != nil {
+		t.Fatalf("overview as JSON: %v", err)
+	}
+	fs, err := operate.ListFout(ctx, db, 0)
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("list: %+v, %v", fs, err)
+	}
+	for _, id := range []int64{1, 3} {
+		if _, err := operate.ShowFout(ctx, db, id, operate.OverviewConfig{FoutPolicy: handeling.Strict}); err != nil {
+			t.Fatalf("show %d: %v", id, err)
 		}
 	}
 }

@@ -23,6 +23,7 @@ type metrics struct {
 	viewSize     prometheus.Gauge
 	viewRebuilds prometheus.Counter
 	overtaken    *prometheus.CounterVec
+	tsregFout    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -47,12 +48,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Handelingen in the leader's view of open work (at most ViewSize); 0 on followers."}),
 		viewRebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_rebuilds_total",
 			Help: "Times the leader's view of open work disagreed with the database and was built again."}),
+		tsregFout: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_tsreg_fout_total",
+			Help: "Handelingen set fout at intake because their tsreg lies outside the accepted range (handeling.TsregFrom, TsregUntil)."}),
 		overtaken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_overtaken_total",
 			Help: "Handelingen whose persons were added after a newer handeling of one of them was published: fout (set fout, still to be delivered) or published (already published without them)."}, []string{"outcome"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
-			m.taken, m.viewSize, m.viewRebuilds, m.overtaken)
+			m.taken, m.viewSize, m.viewRebuilds, m.overtaken, m.tsregFout)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it

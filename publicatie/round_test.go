@@ -14,6 +14,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
@@ -609,4 +610,33 @@ func waitForLockWaiter(t *testing.T, db *sqlx.DB) {
 		}
 		return nil
 	})
+}
+
+// A tsreg outside the accepted range ('-infinity', 'infinity', before year 1, the year 10,000)
+// is refused at intake: that handeling ends fout with a reason, logged and counted once, and
+// blocks its persons as any fout does; every round succeeds and everyone else is published.
+func TestRoundRefusesOddTsreg(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 30), h(4, 4, 40), h(5, 5, 50), h(6, 6, 60), h(7, 7, 70))
+	for id, tsreg := range map[int64]string{1: "-infinity", 2: "infinity", 3: "0044-03-15 12:00:00+00 BC", 4: "0001-01-01 12:00:00+00", 5: "10000-01-01 00:00:00+00"} {
+		e.db.MustExec(`update admhnd set tsreg = $2::timestamptz where id = $1`, id, tsreg)
+	}
+	// Each person's next handeling waits behind the refused one (strict policy).
+	e.insert(h(11, 11, 10), h(17, 17, 70))
+	wantIDs(t, "round", e.round(), 6, 7)
+	for id := int64(1); id <= 5; id++ {
+		var st, reason string
+		if err := e.db.QueryRow(`select statuslev::text, foutreden from admhnd where id = $1`, id).Scan(&st, &reason); err != nil {
+			t.Fatal(err)
+		}
+		if st != "fout" || reason != handeling.FoutTsreg {
+			t.Errorf("handeling %d: %s %q, want fout with the tsreg reason", id, st, reason)
+		}
+	}
+	e.setStatus("geleverd", 7)
+	wantIDs(t, "next round", e.round(), 17) // 11 waits behind fout 1
+	if got := testutil.ToFloat64(e.pub.m.tsregFout); got != 5 {
+		t.Fatalf("brp_levering_publicatie_tsreg_fout_total %v, want 5 (once each)", got)
+	}
 }

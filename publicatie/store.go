@@ -191,6 +191,7 @@ const intakeTemplate = `
 		), c as (
 			select id, tsreg from admhnd
 			where statuslev is null and %[1]s and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)
+			  and ` + handeling.TsregAcceptedSQL + `
 			order by tsreg, id
 			limit $4
 		), s as (
@@ -201,6 +202,7 @@ const intakeTemplate = `
 			select a.id, a.tsreg from n cross join lateral (
 				select id, tsreg, statuslev, soort from admhnd where id = n.admhnd_id offset 0) a, s
 			where a.statuslev is null and %[1]s and (a.tsreg, a.id) <= (s.tsreg, s.id)
+			  and a.tsreg >= '0001-01-02 00:00:00+00' and a.tsreg < '9999-12-31 00:00:00+00'
 		), cl as (
 			select id, tsreg, false as nakomer from c
 			union all
@@ -208,7 +210,7 @@ const intakeTemplate = `
 		)
 		select cl.id, cl.tsreg, p.persoon_id, cl.nakomer
 		from cl left join lateral (
-			select persoon_id from admhnd_persoon where admhnd_id = cl.id offset 0) p on true
+			select distinct persoon_id from admhnd_persoon where admhnd_id = cl.id offset 0) p on true
 		order by cl.tsreg, cl.id, cl.nakomer, p.persoon_id`
 
 // readBlocked returns which of the given persons are blocked: they have a handeling in
@@ -293,7 +295,7 @@ var (
 
 const checksumTemplate = `
 		select count(*), coalesce(bit_xor(id), 0) from admhnd
-		where statuslev is null and %s and (tsreg, id) <= ($1::timestamptz, $2::bigint)`
+		where statuslev is null and %s and (tsreg, id) <= ($1::timestamptz, $2::bigint) and ` + handeling.TsregAcceptedSQL
 
 // readStale returns up to limit handelingen that have been in levering for longer than
 // timeout: their message was lost or dead-lettered, so they are published again.
@@ -309,7 +311,8 @@ const staleSQL = `
 			limit $2
 		)
 		select c.id, p.persoon_id
-		from c left join admhnd_persoon p on p.admhnd_id = c.id
+		from c left join lateral (
+			select distinct persoon_id from admhnd_persoon where admhnd_id = c.id) p on true
 		order by c.tsreg, c.id, p.persoon_id`
 
 // readHandelingen runs a query of (id, persoon_id) rows ordered by handeling and groups them.
@@ -418,3 +421,30 @@ func returningIDs(ctx context.Context, q querier, query string, ids []int64) (ma
 	}
 	return marked, nil
 }
+
+// refuseOddTsreg sets fout, with handeling.FoutTsreg, the handelingen still to be delivered
+// whose tsreg lies outside the accepted range, and returns their ids: they can be neither
+// ordered nor encoded, and the intake leaves them out. Two probes of the index of open work,
+// at its two ends ('-infinity' sorts first, 'infinity' last).
+func refuseOddTsreg(ctx context.Context, q querier, excluded []string) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, refuseOddTsregSQL, handeling.FoutTsreg, pq.Array(excluded))
+	if err != nil {
+		return nil, fmt.Errorf("refuse odd tsreg: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("refuse odd tsreg: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+var refuseOddTsregSQL = `
+		update admhnd set statuslev = ` + handeling.FoutSQL + `, foutreden = $1
+		where statuslev is null and ` + handeling.NotExcludedSQL("$2") + `
+		  and (tsreg < '0001-01-02 00:00:00+00' or tsreg >= '9999-12-31 00:00:00+00')
+		returning id`

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/btree"
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
 )
 
 // view is the leader's picture of the open work, kept in memory across its rounds: every
@@ -183,6 +185,16 @@ func (p *Publisher) viewFor(epoch int64) *view {
 func (p *Publisher) takeIn(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
 	if err := p.reportOvertaken(ctx, q); err != nil {
 		return 0, false, err
+	}
+	refused, err := refuseOddTsreg(ctx, q, p.cfg.Excluded)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, id := range refused {
+		// Once per handeling: the next round finds it fout.
+		p.m.tsregFout.Inc()
+		p.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
+			slog.String("reason", handeling.FoutTsreg))
 	}
 	oldest, recordedLate, err := readHerlees(ctx, q)
 	if err != nil {

@@ -59,7 +59,10 @@ type hostileForm struct {
 }
 
 var hostileForms = []hostileForm{
-	{name: "text", db: func(t testing.TB) (*sqlx.DB, string) { return brptest.DB(t) }},
+	{name: "text", db: func(t testing.TB) (*sqlx.DB, string) { return brptest.DBWith(t, brptest.StatusText) }},
+	{name: "enum", db: func(t testing.TB) (*sqlx.DB, string) { return brptest.DBWith(t, brptest.StatusEnum) }},
+	{name: "withoutkey", db: func(t testing.TB) (*sqlx.DB, string) { return brptest.DBWith(t, brptest.PersoonWithoutKey) },
+		duplicates: true},
 }
 
 // kind is what the bijhouding did with a handeling; it decides how the handeling may end.
@@ -159,8 +162,7 @@ func (h *hostile) act(ctx context.Context, r *rand.Rand) error {
 	case x < 53:
 		return h.register(ctx, r, empty, 0)
 	case x < 58:
-		// Odd tsreg: enabled with the intake's refusal of them (issue 22, hostile data).
-		return h.register(ctx, r, ordinary, r.IntN(2)+1)
+		return h.register(ctx, r, odd, r.IntN(2)+1)
 	case x < 68:
 		return h.register(ctx, r, past, r.IntN(2)+1)
 	case x < 80:

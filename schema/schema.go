@@ -41,6 +41,10 @@ const migrateLockKey = 7_345_001
 // transaction.
 const outsideMarker = "-- brp:outside-transaction"
 
+// onlyIfMarker begins a line, above a statement of the part outside a transaction, holding a
+// query of one boolean: the statement runs only when it is true.
+const onlyIfMarker = "-- brp:only-if "
+
 // Migration is one embedded schema step.
 type Migration struct {
 	Version int
@@ -48,7 +52,16 @@ type Migration struct {
 	// SQL runs in one transaction with a short lock_timeout.
 	SQL string
 	// Outside are statements run one by one outside a transaction (create index concurrently).
-	Outside []string
+	Outside []Statement
+}
+
+// Statement is one statement of a migration's part outside a transaction.
+type Statement struct {
+	SQL string
+	// OnlyIf, when set, is a query of one boolean (from a line "-- brp:only-if <query>" above
+	// the statement): the statement runs only when it is true. For an index the contract's
+	// own key usually provides (a bijhouding table created without it).
+	OnlyIf string
 }
 
 // Migrations returns the embedded migrations in the order they are applied.
@@ -76,8 +89,14 @@ func Migrations() ([]Migration, error) {
 		inTx, outside, _ := strings.Cut(string(body), outsideMarker)
 		m.SQL = inTx
 		for _, s := range strings.Split(outside, ";") {
-			if s = strings.TrimSpace(stripComments(s)); s != "" {
-				m.Outside = append(m.Outside, s)
+			st := Statement{SQL: strings.TrimSpace(stripComments(s))}
+			for _, line := range strings.Split(s, "\n") {
+				if q, ok := strings.CutPrefix(strings.TrimSpace(line), onlyIfMarker); ok {
+					st.OnlyIf = strings.TrimSpace(q)
+				}
+			}
+			if st.SQL != "" {
+				m.Outside = append(m.Outside, st)
 			}
 		}
 		out = append(out, m)
@@ -261,7 +280,17 @@ var concurrentIndex = regexp.MustCompile(`(?is)^create\s+(?:unique\s+)?index\s+c
 // outside runs one statement outside a transaction. Before an index build it drops an invalid
 // index of that name: what a "concurrently" build leaves behind when it is interrupted, and
 // which "if not exists" would otherwise keep forever.
-func outside(ctx context.Context, conn *sql.Conn, cfg Config, name, stmt string) error {
+func outside(ctx context.Context, conn *sql.Conn, cfg Config, name string, st Statement) error {
+	if st.OnlyIf != "" {
+		var run bool
+		if err := conn.QueryRowContext(ctx, st.OnlyIf).Scan(&run); err != nil {
+			return fmt.Errorf("only-if: %w", err)
+		}
+		if !run {
+			return nil
+		}
+	}
+	stmt := st.SQL
 	if _, err := conn.ExecContext(ctx, `set lock_timeout = 0`); err != nil {
 		return err
 	}

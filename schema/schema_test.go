@@ -248,3 +248,19 @@ func TestCheckAcceptsADatabaseAheadOfTheBinary(t *testing.T) {
 		t.Fatalf("status %+v, %v", st, err)
 	}
 }
+
+// admhnd_persoon without a key gets an index by admhnd_id; with the contract's key it gets
+// none beside it.
+func TestPersoonIndexOnlyWhereTheKeyIsMissing(t *testing.T) {
+	t.Parallel()
+	for form, want := range map[brptest.Form]bool{brptest.StatusText: false, brptest.PersoonWithoutKey: true} {
+		db, _ := brptest.DBWith(t, form)
+		var n int
+		if err := db.Get(&n, `select count(*) from pg_indexes where tablename = 'admhnd_persoon' and indexname = 'admhnd_persoon_admhnd_idx'`); err != nil {
+			t.Fatal(err)
+		}
+		if (n == 1) != want {
+			t.Errorf("%s: admhnd_persoon_admhnd_idx %d, want %v", form.Name, n, want)
+		}
+	}
+}
