@@ -106,16 +106,28 @@ func (p *Proc) get(ctx context.Context, path string) ([]byte, int, error) {
 	return b, resp.StatusCode, nil
 }
 
-// Metrics scrapes the process's /metrics.
+// Metrics scrapes the process's /metrics once it is up: while it waits at start for its
+// database or broker (brp_levering_starting 1) it polls until ctx ends.
 func (p *Proc) Metrics(ctx context.Context) (Metrics, error) {
-	b, code, err := p.get(ctx, "/metrics")
-	if err != nil {
-		return nil, err
+	for {
+		b, code, err := p.get(ctx, "/metrics")
+		if err != nil {
+			return nil, err
+		}
+		if code != http.StatusOK {
+			return nil, fmt.Errorf("%s: /metrics: HTTP %d", p.Name, code)
+		}
+		m := parseMetrics(string(b))
+		if m["brp_levering_starting"] != 1 {
+			return m, nil
+		}
+		// Still waiting at start for its database or broker: its metrics are not there yet.
+		select {
+		case <-ctx.Done():
+			return m, nil
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("%s: /metrics: HTTP %d", p.Name, code)
-	}
-	return parseMetrics(string(b)), nil
 }
 
 // Metrics maps a sample's name with labels, as written (`x_bucket{le="0.001"}`), to its value.

@@ -164,9 +164,10 @@ func dependencyChecks(checks []Check) []Check {
 	return out
 }
 
+const dependencyUpHelp = "1 if this process reaches the dependency (its readiness check passed at scrape time), else 0."
+
 var dependencyUp = prometheus.NewDesc(prometheus.BuildFQName(handeling.MetricsNamespace, "", "dependency_up"),
-	"1 if this process reaches the dependency (its readiness check passed at scrape time), else 0.",
-	[]string{"dependency"}, nil)
+	dependencyUpHelp, []string{"dependency"}, nil)
 
 // dependencyCollector runs the dependency checks at scrape time, as /readyz does: the same
 // answer for the alert as for the probe, in both commands.
@@ -210,9 +211,22 @@ func (s *Starting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := s.waiting.Load(); p != nil {
 		what = *p
 	}
-	if r.URL.Path == "/healthz" {
+	switch r.URL.Path {
+	case "/healthz":
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok (starting: waiting for the "+what+")")
+		return
+	case "/metrics":
+		// What is known before the process is up: its build, that it starts, and the
+		// dependency it waits for as down (DependencyDown fires on a start that hangs).
+		reg := prometheus.NewRegistry()
+		starting := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "starting",
+			Help: "1 while the process waits at start for its database or broker."})
+		starting.Set(1)
+		reg.MustRegister(buildInfoCollector(), starting, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: handeling.MetricsNamespace, Name: "dependency_up", Help: dependencyUpHelp,
+			ConstLabels: prometheus.Labels{"dependency": what}}, func() float64 { return 0 }))
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -89,6 +89,16 @@ func TestDatabaseAwayIsWaitedForAndOperatorCommandsGiveUp(t *testing.T) {
 				t.Errorf("%s %s while waiting for the database: %s %s, want %d", bin, path, resp.Status, b, want)
 			}
 		}
+		resp, err := http.Get("http://" + p.HTTPAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "brp_levering_starting 1") ||
+			!strings.Contains(string(b), `brp_levering_dependency_up{dependency="database"} 0`) {
+			t.Errorf("%s /metrics while waiting for the database: %s\n%s", bin, resp.Status, b)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
