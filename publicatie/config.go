@@ -28,8 +28,22 @@ type Config struct {
 	Limit int
 	// ViewSize is the most handelingen the view holds: the oldest ViewSize still to be
 	// delivered. A person whose oldest one lies beyond it waits until the view has room.
-	// About 370 bytes each. Default DefaultViewSize.
+	// Default DefaultViewSize.
 	ViewSize int
+	// ViewBytes bounds the view's memory: the intake stops before the handeling that would
+	// take the view's estimate past it (128 bytes a handeling, 32 a person of it, 96 a person
+	// in the view, 112 a parked person: an upper bound of the heap, TestViewBytesBoundTheHeap;
+	// 2,000 handelingen of 500 new persons each take 130 MB, 32 MiB holds 520). One handeling
+	// larger than the room left is still taken in when it is next, so the view holds at most
+	// ViewBytes plus one handeling. Default DefaultViewBytes.
+	ViewBytes int
+	// PersonCap is the most handelingen of one person the view holds. Later ones of that
+	// person (and of every person sharing a handeling with them) are parked: read, counted,
+	// not kept, and read again once the person's first half has been delivered. A person
+	// blocked by a fout under the strict policy so holds at most PersonCap places; the view
+	// fills with blocked work only when ViewSize/PersonCap persons (100 by default) are blocked
+	// with full queues. Default DefaultPersonCap.
+	PersonCap int
 	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
 	MaxInLevering int
 	// Queue is the publication queue. Default handeling.PublicationQueue.
@@ -85,6 +99,14 @@ const DefaultRedeliveryTimeout = time.Minute
 // handelingen queued for a few persons not to hold back everyone else, at about 37 MB.
 const DefaultViewSize = 100_000
 
+// DefaultViewBytes is Config.ViewBytes's default: 32 MiB, about 100,000 handelingen of two
+// persons that have a few each, or 520 of 500 persons that have one each. The publisher's
+// heap is about twice its live data (GOGC).
+const DefaultViewBytes = 32 << 20
+
+// DefaultPersonCap is Config.PersonCap's default.
+const DefaultPersonCap = 1000
+
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
 const MinWartezeit = 10 * time.Second
 
@@ -100,6 +122,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.ViewSize == 0 {
 		c.ViewSize = DefaultViewSize
+	}
+	if c.ViewBytes == 0 {
+		c.ViewBytes = DefaultViewBytes
+	}
+	if c.PersonCap == 0 {
+		c.PersonCap = DefaultPersonCap
 	}
 	if c.Queue == "" {
 		c.Queue = handeling.PublicationQueue
@@ -136,6 +164,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Limit %d must be positive", ErrConfig, c.Limit)
 	case c.ViewSize < 0:
 		return fmt.Errorf("%w: ViewSize %d must be positive", ErrConfig, c.ViewSize)
+	case c.ViewBytes < 0:
+		return fmt.Errorf("%w: ViewBytes %d must be positive", ErrConfig, c.ViewBytes)
+	case c.PersonCap < 0:
+		return fmt.Errorf("%w: PersonCap %d must be positive", ErrConfig, c.PersonCap)
 	case c.MaxInLevering < 0:
 		return fmt.Errorf("%w: MaxInLevering %d must be positive", ErrConfig, c.MaxInLevering)
 	case c.RedeliveryTimeout < 0:

@@ -21,7 +21,9 @@ type metrics struct {
 	reconnects   *prometheus.CounterVec
 	taken        *prometheus.CounterVec
 	viewSize     prometheus.Gauge
-	viewRebuilds prometheus.Counter
+	viewBytes    prometheus.Gauge
+	viewParked   prometheus.Gauge
+	viewRebuilds *prometheus.CounterVec
 	overtaken    *prometheus.CounterVec
 	tsregFout    prometheus.Counter
 }
@@ -46,8 +48,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Handelingen taken into the leader's view of open work: intake (new ones after the stand) or nakomer (set back to be delivered, or not marked, and taken back in)."}, []string{"source"}),
 		viewSize: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_handelingen",
 			Help: "Handelingen in the leader's view of open work (at most ViewSize); 0 on followers."}),
-		viewRebuilds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_rebuilds_total",
-			Help: "Times the leader's view of open work disagreed with the database and was built again."}),
+		viewBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_bytes",
+			Help: "Estimated heap of the leader's view of open work (at most ViewBytes plus one handeling); 0 on followers."}),
+		viewParked: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_parked_handelingen",
+			Help: "Handelingen read but left out of the view because one of their persons has PersonCap handelingen in it (or is parked): read again when it has drained."}),
+		viewRebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_rebuilds_total",
+			Help: "Times the leader's view of open work was built again, by reason: late (registered behind its stand), sweep (it disagreed with the database), person_cap (rewound to the first parked handeling)."}, []string{"reason"}),
 		tsregFout: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_tsreg_fout_total",
 			Help: "Handelingen set fout at intake because their tsreg lies outside the accepted range (handeling.TsregFrom, TsregUntil)."}),
 		overtaken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_overtaken_total",
@@ -55,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
-			m.taken, m.viewSize, m.viewRebuilds, m.overtaken, m.tsregFout)
+			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.overtaken, m.tsregFout)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
@@ -66,7 +72,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, o := range []string{"fout", "published"} {
 		m.overtaken.WithLabelValues(o)
 	}
+	for _, r := range []string{rebuildLate, rebuildSweep, rebuildPersonCap} {
+		m.viewRebuilds.WithLabelValues(r)
+	}
 	return m
+}
+
+// setView shows v's size in the gauges; nil (a follower's) as empty.
+func (m *metrics) setView(v *view) {
+	if v == nil {
+		v = &view{}
+	}
+	m.viewSize.Set(float64(v.size()))
+	m.viewBytes.Set(float64(v.bytes))
+	m.viewParked.Set(float64(v.parkedN))
 }
 
 // BacklogCollector reports, at every scrape, the work in the database: handelingen to be

@@ -70,6 +70,9 @@ type Publisher struct {
 	viewEpoch int64
 	viewDirty bool      // this round emptied publicatie_nakomer
 	lastSweep time.Time // of the view against the database
+	// intakePersons is the persons per handeling the last intake read (at least 1): how
+	// many handelingen the room under ViewBytes holds (intakeBounds).
+	intakePersons int
 
 	// stalledSince is when this process's rounds stopped succeeding (unix ns): the start of
 	// the round in progress, or of the first of a run of failed rounds; 0 while they succeed
@@ -267,7 +270,7 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 			return false, nil
 		}
 		p.view = nil // a follower holds no view: a new leader builds its own
-		p.m.viewSize.Set(0)
+		p.m.setView(nil)
 		epoch, err = p.lease.acquire(ctx)
 		if err != nil || epoch == 0 {
 			return false, err
@@ -463,6 +466,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 			return 0, false, dbErr(err)
 		}
 		v = p.view // a new one if the sweep found the old one wrong
+		p.m.setView(v)
 		if h := p.cfg.Hooks.AfterIntake; h != nil {
 			if err := h(ctx); err != nil {
 				return 0, false, err
@@ -547,7 +551,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 			v.remove(c.ID)
 		}
 		waiting = v.size()
-		p.m.viewSize.Set(float64(waiting))
+		p.m.setView(v)
 	}
 	if len(sent) > 0 {
 		p.rounds.Add(1)

@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
 )
@@ -29,8 +31,18 @@ func TestSelectionMatchesReferenceOnRandomHistories(t *testing.T) {
 	runHistories(t, 77, func(r *rand.Rand) Config { return Config{Limit: 100_000} }, false)
 }
 
+// TestSelectionMatchesReferenceWithPersonCap runs them with one to three handelingen of a
+// person in the view: parking and rewinding must not change what a round publishes, since a
+// parked handeling is never ready (view.park) and a rewind reads everything again before the
+// round selects.
+func TestSelectionMatchesReferenceWithPersonCap(t *testing.T) {
+	t.Parallel()
+	runHistories(t, 79, func(r *rand.Rand) Config { return Config{Limit: 100_000, PersonCap: 1 + r.IntN(3)} }, false)
+}
+
 // TestSelectionKeepsOrderWithASmallView runs the same random histories with a view that
-// holds only a few handelingen and takes in one to three per round. A round then publishes
+// holds only a few handelingen (by count or by bytes), one to three of a person (parking the
+// rest, and rewinding), and takes in one to three per round. A round then publishes
 // less than the reference model, which reads everything; what must hold is that every
 // handeling it publishes is the oldest open one of each of its persons (nothing older of
 // theirs to be delivered, in levering, or fout under the strict policy), and that in the
@@ -38,7 +50,8 @@ func TestSelectionMatchesReferenceOnRandomHistories(t *testing.T) {
 func TestSelectionKeepsOrderWithASmallView(t *testing.T) {
 	t.Parallel()
 	runHistories(t, 78, func(r *rand.Rand) Config {
-		return Config{Limit: 1 + r.IntN(3), ViewSize: 2 + r.IntN(5)}
+		return Config{Limit: 1 + r.IntN(3), ViewSize: 2 + r.IntN(5), PersonCap: 1 + r.IntN(3),
+			ViewBytes: []int{DefaultViewBytes, intakeCost(1) + r.IntN(4*intakeCost(2))}[r.IntN(2)]}
 	}, true)
 }
 
@@ -49,6 +62,13 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 	if n, err := strconv.ParseUint(os.Getenv("BRP_REFERENCE_SEEDS"), 10, 64); err == nil {
 		seeds = n // more histories on request, for a longer search
 	}
+	var rewinds atomic.Int64 // to person_cap, over all histories
+	capped := base(rand.New(rand.NewPCG(0, stream))).PersonCap > 0
+	t.Cleanup(func() {
+		if capped && seeds >= 24 && rewinds.Load() == 0 {
+			t.Errorf("no history parked and rewound: the person caps were never reached")
+		}
+	})
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
@@ -123,8 +143,11 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 					t.Fatalf("%d handelingen still to be delivered after the drain (%v)", open, err)
 				}
 			}
-			t.Logf("policy %s, excluded %v, max in levering %d, limit %d, view size %d: %d rounds checked, %d published",
-				cfg.FoutPolicy, h.cfg.Excluded, cfg.MaxInLevering, h.cfg.Limit, h.cfg.ViewSize, h.rounds, h.published)
+			n := int64(testutil.ToFloat64(e.pub.m.viewRebuilds.WithLabelValues(rebuildPersonCap)))
+			rewinds.Add(n)
+			t.Logf("policy %s, excluded %v, max in levering %d, limit %d, view size %d, %d bytes, person cap %d: %d rounds checked, %d published, %d rewinds",
+				cfg.FoutPolicy, h.cfg.Excluded, cfg.MaxInLevering, h.cfg.Limit, h.cfg.ViewSize, h.cfg.ViewBytes, h.cfg.PersonCap,
+				h.rounds, h.published, n)
 		})
 	}
 }

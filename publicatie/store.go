@@ -122,11 +122,15 @@ var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQ
 	blockedSQL, touchStaleSQL, markSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
-// the session's is longer or off.
+// the session's is longer or off, and turns JIT compilation off for the round: its statements
+// are short, but with large handelingen (or statistics that think so) the intake's estimate
+// passed jit_above_cost and every round spent 155 ms compiling a 1 ms query (measured,
+// TestViewBoundedInBytes).
 const roundTimeoutSQL = `
 		select set_config('idle_in_transaction_session_timeout',
 			(select case when setting::bigint = 0 then $1 else least(setting::bigint, $1) end
-			 from pg_settings where name = 'idle_in_transaction_session_timeout')::text, true)`
+			 from pg_settings where name = 'idle_in_transaction_session_timeout')::text, true),
+			set_config('jit', 'off', true)`
 
 // intakeRow is a (handeling, person) row of the intake, ordered by handeling.
 type intakeRow struct {
@@ -143,28 +147,46 @@ type intakeRow struct {
 // million handelingen with tsreg in the past is recorded whole, and must not come back to
 // the publisher at once). The limit counts handelingen, so a multi-person handeling is never
 // cut in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
-func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit int) ([]intakeRow, error) {
+//
+// It also stops before the new handeling that would take the view's estimate (intakeCost)
+// past budget bytes, except the first, which is always read: a handeling larger than the
+// whole budget is taken in when it is next. cut says it stopped there; the rest of the rows
+// are left unread (lib/pq still drains them from the connection).
+func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int) (out []intakeRow, cut bool, err error) {
 	query, args := intakeSQL, []any{horizon, stand.tsregArg(), stand.id, limit, pq.Array(excluded)}
 	if handeling.IsDefaultExcluded(excluded) {
 		query, args = intakeDefaultSQL, args[:4]
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read intake: %w", err)
+		return nil, false, fmt.Errorf("read intake: %w", err)
 	}
 	defer rows.Close()
-	var out []intakeRow
+	used, handelingen, start, last := 0, 0, 0, int64(0)
 	for rows.Next() {
 		var r intakeRow
 		if err := rows.Scan(&r.id, &r.tsreg, &r.persoon, &r.nakomer); err != nil {
-			return nil, fmt.Errorf("read intake: %w", err)
+			return nil, false, fmt.Errorf("read intake: %w", err)
+		}
+		if !r.nakomer {
+			if handelingen == 0 || r.id != last {
+				handelingen, start, last = handelingen+1, len(out), r.id
+				used += entryBytes
+			}
+			if r.persoon.Valid {
+				used += personBytes + queueBytes
+			}
+			if used > budget && handelingen > 1 {
+				// Rows are ordered by place: everything kept lies before this handeling.
+				return out[:start], true, nil
+			}
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read intake: %w", err)
+		return nil, false, fmt.Errorf("read intake: %w", err)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // intakeSQL is readIntake's query for any exclusion list ($5). It is not prepared (roundSQL):

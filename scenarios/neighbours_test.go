@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,4 +67,58 @@ func TestLongReaderDoesNotPausePublication(t *testing.T) {
 	}
 	cancel()
 	<-readerDone
+}
+
+// Issue 22's "2,000 handelingen of 500 persons each": the real publisher took them all into its
+// view (VIEWSIZE counts handelingen) and grew from 15 to 213 MB resident. The view is bounded
+// in bytes now (BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES, default 32 MiB); everything is still
+// delivered, in order. Each handeling shares one person with every 20th other, so twenty
+// chains deliver one link at a time while the rest waits in the view, which fills.
+func TestPublisherMemoryBoundedByViewBytes(t *testing.T) {
+	t.Parallel()
+	w := makeEmptyWorld(t, nil, brptest.Broker(), load.Spec{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now().Add(time.Second) // at or after the inserting transaction's start
+	for i := range 2000 {
+		h := load.Handeling{ID: int64(i + 1), Soort: "VERHUIZING", Tsreg: start.Add(time.Duration(i) * time.Microsecond),
+			Personen: []int64{int64(i%20 + 1)}}
+		for p := range 499 {
+			h.Personen = append(h.Personen, int64(1000+i*500+p))
+		}
+		w.hs = append(w.hs, h)
+	}
+	if err := load.Insert(ctx, w.db, w.hs); err != nil {
+		t.Fatal(err)
+	}
+	const viewBytes = 32 << 20 // the default
+	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
+	var most atomic.Int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for ctx.Err() == nil {
+			if m, err := pub.Metrics(ctx); err == nil && int64(m["brp_levering_publicatie_view_bytes"]) > most.Load() {
+				most.Store(int64(m["brp_levering_publicatie_view_bytes"]))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	w.consumers(t, 2, 2)
+	w.verify(t)
+	cancel()
+	<-sampled
+	peak := pub.PeakRSSMB()
+	t.Logf("view at most %.1f MiB estimated; publicatie peak RSS %.1f MB", float64(most.Load())/(1<<20), peak)
+	if most.Load() < viewBytes*9/10 {
+		t.Errorf("the view took at most %d bytes: it never filled, so the bound was not tried", most.Load())
+	}
+	if most.Load() > viewBytes+1<<20 {
+		t.Errorf("the view took %d bytes; VIEWBYTES is %d (plus at most one handeling, 64 KiB here)", most.Load(), viewBytes)
+	}
+	// About 20 MB of its own and the view's heap twice over (GOGC); the unbounded view took
+	// 213 MB.
+	if peak > 120 {
+		t.Errorf("publicatie peak RSS %.1f MB with the view bounded at 32 MiB", peak)
+	}
 }

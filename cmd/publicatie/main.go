@@ -37,6 +37,8 @@ type config struct {
 	Limit         setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" default:"5000" max:"1000000"`
 	MaxInLevering setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" default:"1000" max:"1000000"`
 	ViewSize      setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" default:"100000" max:"10000000"`
+	ViewBytes     setup.Bytes      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES" default:"32MiB" max:"68719476736"`
+	PersonCap     setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_PERSONCAP" default:"1000" max:"10000000"`
 	Queue         setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
 	Excluded      setup.List       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED" default:"GBA_INITIELE_VULLING"`
 	FoutPolicy    foutPolicy       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY" default:"strict"`
@@ -265,6 +267,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Limit:             int(cfg.Limit),
 		MaxInLevering:     int(cfg.MaxInLevering),
 		ViewSize:          int(cfg.ViewSize),
+		ViewBytes:         int(cfg.ViewBytes),
+		PersonCap:         int(cfg.PersonCap),
 		Queue:             string(cfg.Queue),
 		Excluded:          cfg.Excluded,
 		FoutPolicy:        handeling.FoutPolicy(cfg.FoutPolicy),

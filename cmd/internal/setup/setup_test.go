@@ -35,3 +35,20 @@ func TestListEmptyMeansNone(t *testing.T) {
 		t.Fatalf("empty List = %#v, %v; want empty non-nil", l, err)
 	}
 }
+
+func TestBytesAcceptUnits(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]int{"33554432": 32 << 20, "32MiB": 32 << 20, " 64 KiB ": 64 << 10, "1GiB": 1 << 30,
+		"500MB": 500e6, "2kB": 2000, "10B": 10} {
+		var b Bytes
+		if err := b.Decode(v); err != nil || int(b) != want {
+			t.Errorf("Bytes(%q) = %d, %v; want %d", v, int(b), err, want)
+		}
+	}
+	for _, v := range []string{"0", "-1", "", "MiB", "1.5MiB", "32 MiBs", "9223372036854775807GiB", "4611686018427387905"} {
+		var b Bytes
+		if err := b.Decode(v); err == nil {
+			t.Errorf("Bytes(%q) accepted: %d", v, int(b))
+		}
+	}
+}

@@ -90,6 +90,32 @@ func (p *Positive) Decode(v string) error {
 	return nil
 }
 
+// Bytes is a positive size: bare bytes, or a number with a binary unit (KiB, MiB, GiB) or a
+// decimal one (kB, MB, GB).
+type Bytes int
+
+var byteUnits = []struct {
+	suffix string
+	n      int
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"kB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+
+// Decode implements envconfig.Decoder.
+func (b *Bytes) Decode(v string) error {
+	v, unit := strings.TrimSpace(v), 1
+	for _, u := range byteUnits {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			v, unit = strings.TrimSpace(num), u.n
+			break
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > (1<<62)/unit {
+		return fmt.Errorf("expected a positive size in bytes, or with a unit: 64MiB, 1GiB, 500MB")
+	}
+	*b = Bytes(n * unit)
+	return nil
+}
+
 // Bool is true or false (also 1/0, yes/no).
 type Bool bool
 

@@ -1,0 +1,98 @@
+package publicatie
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/brp/levering/handeling"
+)
+
+// TestViewBoundedInBytes is issue 22's "2,000 handelingen of 500 persons each": the view took
+// them all in (ViewSize counts handelingen, not persons). With ViewBytes it holds only what
+// fits, at most one handeling more, and still publishes them oldest first as they are
+// delivered.
+func TestViewBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{MaxInLevering: 1})
+	// One transaction, tsreg at its start, as bijhouding registers: persons added later or
+	// with a tsreg in the past go through the late-arrival trigger (90 s for these rows).
+	e.db.MustExec(`insert into admhnd (id, soort, tsreg)
+		select g, 'VERHUIZING', now() + g * interval '1 us' from generate_series(1, 2000) g;
+		insert into admhnd_persoon (admhnd_id, persoon_id)
+		select g, (g - 1) * 500 + p from generate_series(1, 2000) g, generate_series(1, 500) p`)
+	bound := e.pub.cfg.ViewBytes + intakeCost(500)
+	check := func(when string) {
+		t.Helper()
+		v := e.pub.view
+		if v.bytes > bound {
+			t.Fatalf("%s: the view takes %d bytes (%d handelingen), more than ViewBytes %d and one handeling", when, v.bytes, v.size(), e.pub.cfg.ViewBytes)
+		}
+	}
+	for i := int64(1); i <= 5; i++ {
+		wantIDs(t, "round", e.round(), i)
+		check("after a round")
+		for range 3 { // rounds that publish nothing take in what fits
+			e.round()
+			check("after a round without room in levering")
+		}
+		e.setStatus("geleverd", i)
+	}
+	v := e.pub.view
+	t.Logf("view: %d handelingen, %d bytes estimated (bound %d)", v.size(), v.bytes, e.pub.cfg.ViewBytes)
+	if v.size() < 100 || v.size() > 1000 {
+		t.Errorf("view holds %d handelingen of 500 persons; want what 32 MiB holds (about 500)", v.size())
+	}
+	if got := testutil.ToFloat64(e.pub.m.viewBytes); int(got) != v.bytes {
+		t.Errorf("publicatie_view_bytes = %v, want %d", got, v.bytes)
+	}
+}
+
+// TestBlockedPersonDoesNotFillTheView is issue 22's "view full of one blocked person's work":
+// under the strict policy a fout handeling holds its person back, and the person's later
+// handelingen filled the view, so that nobody else's were taken in until an operator acted.
+// With PersonCap the view holds only a few of them; the rest are parked, the others are
+// published, and once the fout is released the person's handelingen come in order.
+func TestBlockedPersonDoesNotFillTheView(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{ViewSize: 100, PersonCap: 10, Limit: 50, MaxInLevering: 1000, FoutPolicy: handeling.Strict})
+	e.db.MustExec(`insert into admhnd (id, soort, tsreg)
+		select g, 'VERHUIZING', $1::timestamptz + g * interval '1 ms' from generate_series(1, 500) g`, t0)
+	e.setStatus("fout", 1)
+	// Person 7 has 1 (fout) to 300; 301 to 500 are others', one of them shared with person 7.
+	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id)
+		select g, case when g <= 300 then 7 else 1000 + g end from generate_series(1, 500) g
+		union all select 400, 7`)
+	var published []int64
+	for range 30 {
+		published = append(published, e.round()...)
+		if v := e.pub.view; v != nil && len(v.queues[7]) > 10 {
+			t.Fatalf("the view holds %d handelingen of the blocked person, PersonCap is 10", len(v.queues[7]))
+		}
+	}
+	var others []int64
+	for id := int64(301); id <= 500; id++ {
+		if id != 400 {
+			others = append(others, id)
+		}
+	}
+	slices.Sort(published)
+	if !slices.Equal(published, others) {
+		t.Fatalf("published %v; want everyone else's (301 to 500 but 400, which waits behind the blocked person)", published)
+	}
+	if n := testutil.ToFloat64(e.pub.m.viewParked); n == 0 {
+		t.Errorf("publicatie_view_parked_handelingen = 0 while the blocked person's handelingen wait")
+	}
+	e.db.MustExec(`update admhnd set vrijgegeven = now() where id = 1`)
+	e.setStatus("geleverd", others...)
+	// Released: the person's handelingen one at a time, in order, 400 after 300.
+	for want := int64(2); want <= 300; want++ {
+		wantIDs(t, "after the release", e.round(), want)
+		e.setStatus("geleverd", want)
+	}
+	wantIDs(t, "the shared one last", e.round(), 400)
+	if n := testutil.ToFloat64(e.pub.m.viewRebuilds.WithLabelValues(rebuildPersonCap)); n == 0 {
+		t.Errorf("no rewind to the parked handelingen counted")
+	}
+}
