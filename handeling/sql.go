@@ -24,6 +24,12 @@ func NotExcludedSQL(excluded string) string {
 	return "soort <> all(" + excluded + "::text[])"
 }
 
+// ToDeliverSQL is the predicate, on an unqualified row of admhnd, that the handeling is still
+// to be delivered (the backlog): statuslev NULL and its soort not in the text array excluded.
+func ToDeliverSQL(excluded string) string {
+	return "statuslev is null and " + NotExcludedSQL(excluded)
+}
+
 // NotExcludedDefaultSQL is NotExcludedSQL for the default exclusion with that soort written
 // in: the predicate of index admhnd_te_leveren_zonder_iv_idx, so that also the generic plan of
 // a prepared statement uses the index (with soort <> all($n) it sorted every candidate

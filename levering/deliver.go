@@ -140,7 +140,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
-	if err := runHook(ctx, c.cfg.Hooks.AfterLock, ids); err != nil {
+	if err := c.cfg.Hooks.AfterLock.Run(ctx, ids); err != nil {
 		return nil, fmt.Errorf("%w: %w", errBroker, err)
 	}
 	var msgs []broker.Message
@@ -164,7 +164,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 		return nil, fmt.Errorf("%w: verzending: %w", errBroker, err)
 	}
 	if len(sent) > 0 {
-		if err := runHook(ctx, c.cfg.Hooks.AfterVerzending, sent); err != nil {
+		if err := c.cfg.Hooks.AfterVerzending.Run(ctx, sent); err != nil {
 			return nil, fmt.Errorf("%w: %w", errBroker, err)
 		}
 	}

@@ -177,7 +177,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"statusInLevering": func() handeling.Status { return handeling.InLevering },
 	"statusGeleverd":   func() handeling.Status { return handeling.Geleverd },
 	"statusFout":       func() handeling.Status { return handeling.Fout },
-}).Parse(templates))
+}).ParseFS(templates, "templates/*.html"))
 
 // formatNum groups digits by three with thin spaces: 1 234 567.
 func formatNum(n int64) string {

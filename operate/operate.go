@@ -154,7 +154,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	// 2 million rows, so several seconds at 100 million.
 	err = tx.QueryRowxContext(ctx, `
 		select now(),
-		       (select count(*) from admhnd where statuslev is null and soort <> all($1::text[])),
+		       (select count(*) from admhnd where `+handeling.ToDeliverSQL("$1")+`),
 		       (select count(*) from admhnd where statuslev = `+handeling.InLeveringSQL+`),
 		       (select count(*) from admhnd where statuslev = `+handeling.FoutSQL+`),
 		       (select count(*) from admhnd where statuslev = `+handeling.GeleverdSQL+`)`, excluded).
@@ -195,7 +195,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 		       coalesce(statuslev::text, '')
 		from (
 			(select id, soort, tsreg, statuslev from admhnd
-			 where statuslev is null and soort <> all($1::text[]) order by tsreg, id limit 1)
+			 where `+handeling.ToDeliverSQL("$1")+` order by tsreg, id limit 1)
 			union all
 			(select id, soort, tsreg, statuslev from admhnd
 			 where statuslev = `+handeling.InLeveringSQL+` order by tsreg, id limit 1)

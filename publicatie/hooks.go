@@ -1,6 +1,10 @@
 package publicatie
 
-import "context"
+import (
+	"context"
+
+	"github.com/brp/levering/internal/fault"
+)
 
 // Hooks are fault seams: tests use them to fail or kill at a precise step of a round. Every
 // field may be nil, and nil does nothing, which is what production runs.
@@ -9,17 +13,10 @@ type Hooks struct {
 	// are blocked.
 	AfterIntake func(ctx context.Context) error
 	// AfterMark runs after the kept handelingen were marked in_levering, before the broker send.
-	AfterMark func(ctx context.Context, ids []int64) error
+	AfterMark fault.Hook
 	// AfterBrokerCommit runs after the broker confirmed the round's messages, before the
 	// database commit. An error makes the round roll back the database.
-	AfterBrokerCommit func(ctx context.Context, ids []int64) error
+	AfterBrokerCommit fault.Hook
 	// RoundCommitted runs after a round committed the database.
 	RoundCommitted func(ids []int64)
-}
-
-func runHook(ctx context.Context, h func(context.Context, []int64) error, ids []int64) error {
-	if h == nil {
-		return nil
-	}
-	return h(ctx, ids)
 }

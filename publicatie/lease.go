@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/dbsession"
 )
 
 // ErrLostLease means the round's fence found that another instance holds the lease now; the
@@ -56,7 +57,7 @@ func (l *lease) acquire(ctx context.Context) (int64, error) {
 		set holder = $2, epoch = epoch + 1, heartbeat = now(), acquired = now()
 		where cluster = $1 and (holder = '' or heartbeat < now() - make_interval(secs => $3))
 		returning epoch`, l.cluster, l.holder, l.wartezeit.Seconds())
-	if isNoRows(err) || isLockTimeout(err) {
+	if errors.Is(err, sql.ErrNoRows) || dbsession.IsLockTimeout(err) {
 		return 0, nil
 	}
 	if err != nil {

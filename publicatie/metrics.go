@@ -151,12 +151,12 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // backlogSQL is the scrape's one statement; $1 are the excluded soorten.
-const backlogSQL = `select
-		(select count(*) from admhnd where statuslev is null and soort <> all($1::text[])),
+var backlogSQL = `select
+		(select count(*) from admhnd where ` + handeling.ToDeliverSQL("$1") + `),
 		(select count(*) from admhnd where statuslev = ` + handeling.InLeveringSQL + `),
 		(select count(*) from admhnd where statuslev = ` + handeling.FoutSQL + `),
 		(select count(*) from admhnd where statuslev = ` + handeling.FoutSQL + ` and vrijgegeven is null),
 		coalesce(extract(epoch from now() - (
 			select min(tsreg) from admhnd
-			where (statuslev is null and soort <> all($1::text[])) or statuslev = ` + handeling.InLeveringSQL + `
+			where (` + handeling.ToDeliverSQL("$1") + `) or statuslev = ` + handeling.InLeveringSQL + `
 		))::float8, 0)`

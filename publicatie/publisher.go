@@ -525,7 +525,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		p.log.Warn("handelingen in levering past the redelivery timeout published again",
 			slog.Any("admhnd_ids", ids(stale)), slog.Duration("redelivery_timeout", p.cfg.RedeliveryTimeout))
 	}
-	if err := runHook(ctx, p.cfg.Hooks.AfterMark, sent); err != nil {
+	if err := p.cfg.Hooks.AfterMark.Run(ctx, sent); err != nil {
 		return 0, false, err
 	}
 	if len(msgs) > 0 {
@@ -533,7 +533,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 			return 0, false, err
 		}
 	}
-	if err := runHook(ctx, p.cfg.Hooks.AfterBrokerCommit, sent); err != nil {
+	if err := p.cfg.Hooks.AfterBrokerCommit.Run(ctx, sent); err != nil {
 		return 0, false, err
 	}
 	// Those the round could not mark (no longer to be delivered, or locked by another

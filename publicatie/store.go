@@ -207,7 +207,7 @@ var intakeSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedSQL("$5"))
 // instead: measured). It is a constant, never input.
 var intakeDefaultSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedDefaultSQL)
 
-const intakeTemplate = `
+var intakeTemplate = `
 		with n as (
 			delete from publicatie_nakomer returning admhnd_id
 		), c as (
@@ -224,7 +224,7 @@ const intakeTemplate = `
 			select a.id, a.tsreg from n cross join lateral (
 				select id, tsreg, statuslev, soort from admhnd where id = n.admhnd_id offset 0) a, s
 			where a.statuslev is null and %[1]s and (a.tsreg, a.id) <= (s.tsreg, s.id)
-			  and a.tsreg >= '0001-01-02 00:00:00+00' and a.tsreg < '9999-12-31 00:00:00+00'
+			  and ` + handeling.TsregAcceptedOn("a.tsreg") + `
 		), cl as (
 			select id, tsreg, false as nakomer from c
 			union all
@@ -467,6 +467,6 @@ func refuseOddTsreg(ctx context.Context, q querier, excluded []string) ([]int64,
 
 var refuseOddTsregSQL = `
 		update admhnd set statuslev = ` + handeling.FoutSQL + `, foutreden = $1
-		where statuslev is null and ` + handeling.NotExcludedSQL("$2") + `
-		  and (tsreg < '0001-01-02 00:00:00+00' or tsreg >= '9999-12-31 00:00:00+00')
+		where ` + handeling.ToDeliverSQL("$2") + `
+		  and not ` + handeling.TsregAcceptedSQL + `
 		returning id`

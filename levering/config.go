@@ -1,0 +1,135 @@
+package levering
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/fault"
+)
+
+// Config configures a Consumer. Zero fields take the documented defaults.
+type Config struct {
+	// Queue is the publication queue. Default handeling.PublicationQueue.
+	Queue string
+	// VerzendingQueue receives delivered handelingen. Default handeling.VerzendingQueue.
+	VerzendingQueue string
+	// DeadLetterQueue receives publications that cannot be read (bad input), with the reason
+	// in a header. Default handeling.DeadLetterQueue.
+	DeadLetterQueue string
+	// Excluded lists soorten that are never delivered: a publication of one (sent by hand, or
+	// by a publisher configured otherwise) is set aside, its handeling untouched. Nil means
+	// handeling.DefaultExcluded(); an empty non-nil slice excludes nothing. The same setting
+	// as the publisher's (BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED).
+	Excluded []string
+	// Workers is how many batches this process handles at once. Default 2.
+	Workers int
+	// Batch is the most publications a worker handles in one database transaction and one
+	// broker transaction. A worker never waits to fill a batch: it takes what is already
+	// prefetched. Default 50.
+	Batch int
+	// Prefetch is how many unacknowledged publications the broker may push to this process,
+	// shared evenly (rounded up) by the workers' subscriptions.
+	// Default Workers*Batch, so every worker can fill a batch.
+	Prefetch int
+	// ShutdownGrace is how long, after ctx ends, a worker may still finish the publication it
+	// holds (and ack it) before it is abandoned and goes back to the queue. Default 10s.
+	ShutdownGrace time.Duration
+	// BatchTimeout is the longest a worker may hold a batch. A batch held longer (the
+	// database unreachable from this process only, a dependency that hangs) is logged with
+	// the step it is stuck in, makes /readyz answer 503, and is handed back: the process drops
+	// its broker connections, so the broker gives the publications to other consumers, and
+	// connects again. Default DefaultBatchTimeout.
+	BatchTimeout time.Duration
+	// Broker says how to reach the broker. With several nodes (a network of brokers) the
+	// workers subscribe on the node Broker.RandomStart picks, so that consumers spread, but
+	// every consumer sends its verzending messages to the first listed node that answers:
+	// one queue in one broker, in the order the consumers' sends were confirmed. Sent to
+	// several brokers, they would reach a reader through the brokers' bridges, and a later
+	// handeling of a person could overtake an earlier one on the way.
+	Broker broker.Config
+	// Registerer receives the consumer's metrics; nil keeps them unregistered.
+	Registerer prometheus.Registerer
+	// Hooks are fault seams for tests; the zero value does nothing.
+	Hooks Hooks
+}
+
+// Hooks are fault seams: tests use them to fail or kill at a precise step. Nil does nothing.
+type Hooks struct {
+	// AfterLock runs after a batch's locking statement (the rows are locked and updated, not
+	// committed), before the verzending send; an error rolls back and hands the batch back.
+	AfterLock fault.Hook
+	// AfterVerzending runs after a batch's verzending messages were confirmed, before the
+	// database commit; an error rolls the transaction back and hands the batch back.
+	AfterVerzending fault.Hook
+	// AfterCommit runs after a batch's database commit, before the acks.
+	AfterCommit fault.Hook
+}
+
+// Defaults of Config.Workers and Config.Batch, chosen with the benchmark (docs/bench).
+const (
+	DefaultWorkers = 2
+	DefaultBatch   = 50
+)
+
+// DefaultBatchTimeout is Config.BatchTimeout's default: above what a healthy batch takes by
+// orders of magnitude (milliseconds), and short enough that a batch handed back is delivered
+// by another consumer within 30 s (measured: 20.7 s with 20, 30.7 s with 30), well below the
+// publisher's redelivery timeout.
+const DefaultBatchTimeout = 20 * time.Second
+
+// ErrConfig is wrapped by every Config validation error.
+var ErrConfig = errors.New("levering: invalid config")
+
+func (c *Config) setDefaults() {
+	if c.Queue == "" {
+		c.Queue = handeling.PublicationQueue
+	}
+	if c.VerzendingQueue == "" {
+		c.VerzendingQueue = handeling.VerzendingQueue
+	}
+	if c.DeadLetterQueue == "" {
+		c.DeadLetterQueue = handeling.DeadLetterQueue
+	}
+	if c.Excluded == nil {
+		c.Excluded = handeling.DefaultExcluded()
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.Prefetch == 0 {
+		c.Prefetch = c.Workers * c.Batch
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.BatchTimeout == 0 {
+		c.BatchTimeout = DefaultBatchTimeout
+	}
+}
+
+// maxPrefetch bounds Prefetch: the consumer holds a buffer of that many deliveries.
+const maxPrefetch = 1 << 20
+
+func (c Config) validate() error {
+	switch {
+	case c.Workers < 0:
+		return fmt.Errorf("%w: Workers %d must be positive", ErrConfig, c.Workers)
+	case c.Batch < 0:
+		return fmt.Errorf("%w: Batch %d must be positive", ErrConfig, c.Batch)
+	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
+		return fmt.Errorf("%w: Prefetch %d must be positive and at most %d", ErrConfig, c.Prefetch, maxPrefetch)
+	case c.BatchTimeout < 0:
+		return fmt.Errorf("%w: BatchTimeout %v must be positive", ErrConfig, c.BatchTimeout)
+	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:
+		return fmt.Errorf("%w: Queue %q must differ from VerzendingQueue and DeadLetterQueue", ErrConfig, c.Queue)
+	}
+	return nil
+}

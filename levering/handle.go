@@ -1,0 +1,172 @@
+package levering
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/backoff"
+	"github.com/brp/levering/internal/dbsession"
+)
+
+// errBadInput marks a publication that can never be processed; it is set aside.
+var errBadInput = errors.New("bad publication")
+
+func parse(m *broker.Delivery) (int64, error) {
+	if !broker.IsText(m.Body) {
+		// Publications are text (CONTRACT.md section 3); encoding/json would read a string
+		// with bytes that are not UTF-8 as if they were replacement characters.
+		return 0, fmt.Errorf("%w: body is not text (UTF-8 without NUL)", errBadInput)
+	}
+	p, err := handeling.DecodePublication(m.Body)
+	if errors.Is(err, handeling.ErrNoID) {
+		return 0, fmt.Errorf("%w: body has no id", errBadInput)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: body is not a publication: %s", errBadInput, jsonProblem(err))
+	}
+	if h := m.Header(handeling.IDHeader); h != "" && h != strconv.FormatInt(p.ID, 10) {
+		return 0, fmt.Errorf("%w: %s header %q differs from body id %d", errBadInput, handeling.IDHeader, h, p.ID)
+	}
+	return p.ID, nil
+}
+
+// jsonProblem says what is wrong with a body without quoting it: encoding/json's errors quote
+// a misfit number, which in "personen" would be a persoon id in the log and the brp-reason.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s is not %s", te.Field, te.Type)
+	case errors.As(err, &se):
+		return fmt.Sprintf("not JSON (offset %d)", se.Offset)
+	}
+	return "not a JSON object"
+}
+
+// handle processes a batch until it is done, retrying transient database failures in place
+// (the publications stay held, unacknowledged). Unreadable publications and unknown ids are
+// set aside. It returns an error only when the broker connection is unusable or ctx ended
+// before the work was done; the batch then goes back to the queue.
+func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *broker.Conn, b *batch) error {
+	byID := map[int64][]*broker.Delivery{}
+	var ids []int64
+	for _, m := range msgs {
+		id, err := parse(m)
+		if err != nil {
+			b.at(stepSetAside)
+			if err := c.park(ctx, m, send, err.Error()); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(byID[id]) == 0 {
+			ids = append(ids, id)
+		}
+		byID[id] = append(byID[id], m)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	b.setIDs(ids)
+	retry := backoff.New(100*time.Millisecond, 5*time.Second)
+	failing, locked := false, false
+	for {
+		res, err := c.deliver(ctx, ids, send, b)
+		switch {
+		case err == nil:
+			if failing {
+				c.log.Info("database available again")
+			}
+			if locked {
+				c.log.Info("row locks obtained", slog.Any("admhnd_ids", ids))
+			}
+			return c.record(ctx, res, byID, send, b)
+		case errors.Is(err, errBroker), ctx.Err() != nil:
+			return err
+		case dbsession.IsLockTimeout(err):
+			// Another session holds some of these rows: a consumer with a copy of the same
+			// publications, or one that froze inside its transaction until the database ends
+			// its session (idle_in_transaction_session_timeout). Wait, naming it once.
+			if !locked {
+				c.log.Warn("rows locked by another session; retrying", slog.Any("admhnd_ids", ids),
+					slog.Any("lock_holders", dbsession.Describe(ctx, c.db, "admhnd")))
+				locked = true
+			}
+		case !failing:
+			c.log.Warn("database unavailable, retrying", slog.Any("error", err), slog.Any("admhnd_ids", ids))
+			c.reconnects.WithLabelValues("database").Inc()
+			failing = true
+		}
+		b.at(stepRetry)
+		if err := retry.Wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit.
+func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*broker.Delivery, send *broker.Conn, b *batch) error {
+	var ids []int64
+	for id, o := range res {
+		ids = append(ids, id)
+		copies := int64(len(byID[id]))
+		switch o {
+		case delivered:
+			c.delivered.Add(1)
+			c.duplicates.Add(copies - 1)
+		case markedFout:
+			c.fout.Add(1)
+			c.duplicates.Add(copies - 1)
+		case duplicate:
+			c.duplicates.Add(copies)
+			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
+				slog.String("message_id", byID[id][0].MessageID))
+		case unknown, excluded:
+			reason := fmt.Sprintf("handeling %d does not exist", id)
+			if o == excluded {
+				reason = fmt.Sprintf("handeling %d is of a soort excluded from delivery", id)
+			}
+			b.at(stepSetAside)
+			for _, m := range byID[id] {
+				if err := c.park(ctx, m, send, reason); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return c.cfg.Hooks.AfterCommit.Run(ctx, ids)
+}
+
+// park sets a publication that can never be processed aside on the dead-letter queue, with
+// the reason, so that it is acknowledged instead of crash-looping. Its body goes as it came:
+// as bytes when it is not text.
+func (c *Consumer) park(ctx context.Context, m *broker.Delivery, send *broker.Conn, reason string) error {
+	id := m.AdmhndID
+	c.log.Error("publication set aside", slog.Int64("admhnd_id", id), slog.String("message_id", m.MessageID),
+		slog.String("reason", reason), slog.String("dead_letter_queue", c.cfg.DeadLetterQueue))
+	err := send.Send(ctx, broker.Message{
+		Destination: c.cfg.DeadLetterQueue,
+		AdmhndID:    id,
+		Body:        m.Body,
+		Binary:      !broker.IsText(m.Body),
+		Header: map[string]string{
+			"brp-reason":              reason,
+			"brp-original-message-id": m.MessageID,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBroker, err)
+	}
+	c.parked.Add(1)
+	return nil
+}
