@@ -2,11 +2,9 @@ package publicatie
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -52,42 +50,20 @@ const StandaloneWarning = `standalone mode: no polling cluster lease is used and
 
 // Publisher runs publication rounds while it holds its cluster's lease.
 type Publisher struct {
-	cfg   Config
-	db    *sqlx.DB
-	log   *slog.Logger
-	lease *lease
-	wake  chan struct{}
+	cfg  Config
+	db   *sqlx.DB
+	log  *slog.Logger
+	lead *elector
+	work *openWork
+	wake chan struct{}
 
 	m      *metrics
-	epoch  atomic.Int64 // current lease epoch; 0 while follower
 	dialer *broker.Dialer
 	conn   *broker.Conn
 	rounds atomic.Int64
 	stmts  *prepared.Cache // roundSQL
 
-	// The leader's view of the open work (view.go), kept across its rounds under one epoch.
-	view      *view
-	viewEpoch int64
-	viewDirty bool      // this round emptied publicatie_nakomer
-	lastSweep time.Time // of the view against the database
-	// intakePersons is the persons per handeling the last intake read (at least 1): how
-	// many handelingen the room under ViewBytes holds (intakeBounds).
-	intakePersons int
-
-	// stalledSince is when this process's rounds stopped succeeding (unix ns): the start of
-	// the round in progress, or of the first of a run of failed rounds; 0 while they succeed
-	// or it waits between successful rounds. A leader stalled for longer than Wartezeit hands
-	// its lease over (keepLease): alive is not the same as making progress.
-	stalledSince atomic.Int64
-	lastError    atomic.Pointer[string]
-	// cooldownUntil (unix ns) keeps a leader that handed its lease over from taking it back
-	// at once, so that another instance gets the chance.
-	cooldownUntil atomic.Int64
-	cancelRound   atomic.Pointer[context.CancelCauseFunc]
 }
-
-// errStalled ends a round whose leader handed the lease over for lack of progress.
-var errStalled = errors.New("publicatie: no progress for wartezeit; lease handed over")
 
 // New validates cfg and returns a Publisher; call Run to start it.
 func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
@@ -102,13 +78,17 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(broker.NodeCollector(handeling.MetricsNamespace, dialer))
 	}
+	log = log.With(slog.String("cluster", cfg.Cluster), slog.String("instance", cfg.Instance))
+	m := newMetrics(cfg.Registerer)
 	return &Publisher{
-		cfg:    cfg,
-		db:     db,
-		log:    log.With(slog.String("cluster", cfg.Cluster), slog.String("instance", cfg.Instance)),
-		lease:  &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
+		cfg: cfg,
+		db:  db,
+		log: log,
+		lead: &elector{lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
+			wartezeit: cfg.Wartezeit, log: log, m: m},
+		work:   newOpenWork(cfg, m, log),
 		wake:   make(chan struct{}, 1),
-		m:      newMetrics(cfg.Registerer),
+		m:      m,
 		stmts:  prepared.New(db.DB),
 		dialer: dialer,
 	}, nil
@@ -130,7 +110,7 @@ func (p *Publisher) Wake() {
 }
 
 // Leader reports whether this instance publishes now (always true in standalone mode).
-func (p *Publisher) Leader() bool { return p.cfg.Standalone || p.epoch.Load() > 0 }
+func (p *Publisher) Leader() bool { return p.cfg.Standalone || p.lead.current() > 0 }
 
 // RoundsCommitted counts the rounds that committed at least one handeling.
 func (p *Publisher) RoundsCommitted() int64 { return p.rounds.Load() }
@@ -145,7 +125,7 @@ type Status struct {
 
 // Status reads the cluster's lease and says whether this instance leads.
 func (p *Publisher) Status(ctx context.Context) (Status, error) {
-	ls, err := p.lease.state(ctx)
+	ls, err := p.lead.lease.state(ctx)
 	return Status{Lease: ls, Instance: p.cfg.Instance, Leader: p.Leader(), Standalone: p.cfg.Standalone}, err
 }
 
@@ -156,7 +136,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		p.log.Warn(StandaloneWarning)
 		p.m.leader.Set(1)
 	} else {
-		go p.keepLease(ctx)
+		go p.lead.keep(ctx)
 	}
 	defer p.shutdown()
 	if p.cfg.ListenURL != "" && !p.cfg.FixedDelay {
@@ -264,21 +244,12 @@ func (p *Publisher) pollInterval() time.Duration {
 // step takes the lease if it can and, as leader, runs one round. more says another round
 // should follow at once.
 func (p *Publisher) step(ctx context.Context) (more bool, err error) {
-	epoch := p.epoch.Load()
-	if !p.cfg.Standalone && epoch == 0 {
-		if time.Now().UnixNano() < p.cooldownUntil.Load() {
-			return false, nil
-		}
-		p.view = nil // a follower holds no view: a new leader builds its own
-		p.m.setView(nil)
-		epoch, err = p.lease.acquire(ctx)
-		if err != nil || epoch == 0 {
+	var epoch int64
+	if !p.cfg.Standalone {
+		if epoch, err = p.lead.acquire(ctx); err != nil || epoch == 0 {
+			p.work.drop() // a follower holds no view: a new leader builds its own
 			return false, err
 		}
-		p.stalledSince.Store(0)
-		p.epoch.Store(epoch)
-		p.m.leader.Set(1)
-		p.log.Info("became leader", slog.Int64("epoch", epoch))
 	}
 	// A round that has begun may finish when shutdown starts (cutting it after the broker commit
 	// only costs a republication), for at most ShutdownGrace.
@@ -286,20 +257,13 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 	defer cancel(nil)
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(ShutdownGrace, func() { cancel(nil) }) })
 	defer stop()
-	p.cancelRound.Store(&cancel)
-	defer p.cancelRound.Store(nil)
-	p.stalledSince.CompareAndSwap(0, time.Now().UnixNano())
+	done := p.lead.roundStarting(cancel)
 	published, more, err := p.round(rctx, epoch)
-	if err == nil {
-		p.stalledSince.Store(0)
-	} else {
-		msg := err.Error()
-		p.lastError.Store(&msg)
-	}
+	done(err)
 	switch {
 	case errors.Is(err, ErrLostLease):
 		p.m.rounds.WithLabelValues("fenced").Inc()
-		p.loseLease(epoch)
+		p.lead.lose(epoch)
 		p.log.Warn("lost the lease during a round; the round was rolled back", slog.Int64("epoch", epoch))
 		return false, nil
 	case err != nil:
@@ -312,282 +276,13 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 	return more, err
 }
 
-// keepLease records polling activity while this instance leads and its rounds make progress,
-// so that a round waiting a little for the broker does not look like a dead leader, while a
-// leader whose rounds have not succeeded for Wartezeit (stuck on a hung dependency, cut off
-// from the broker) hands the lease over instead of holding it alive and useless.
-func (p *Publisher) keepLease(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Wartezeit / 5)
-	defer t.Stop()
-	var failing bool
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		epoch := p.epoch.Load()
-		if epoch == 0 {
-			continue
-		}
-		if since := p.stalledSince.Load(); since != 0 && time.Since(time.Unix(0, since)) > p.cfg.Wartezeit {
-			p.yield(ctx, epoch, time.Since(time.Unix(0, since)))
-			continue
-		}
-		ok, err := p.lease.renew(ctx, p.db, epoch)
-		if err != nil {
-			if !failing {
-				attrs := []any{slog.Any("error", err)}
-				if dbsession.IsLockTimeout(err) {
-					attrs = append(attrs, slog.Any("lock_holders", dbsession.Describe(ctx, p.db, "publicatie_lease")))
-				}
-				p.log.Warn("could not record polling activity", attrs...)
-			}
-			failing = true
-			continue
-		}
-		if failing {
-			p.log.Info("polling activity recorded again")
-			failing = false
-		}
-		if !ok && p.loseLease(epoch) {
-			p.log.Warn("lease taken over by another instance; now follower", slog.Int64("epoch", epoch))
-		}
-	}
-}
-
-// yield hands the lease of epoch over because this leader's rounds have made no progress for
-// stalled: it stops leading at once, ends the round in progress, frees the lease for a
-// follower's next check and does not take it back for Wartezeit.
-func (p *Publisher) yield(ctx context.Context, epoch int64, stalled time.Duration) {
-	if !p.loseLease(epoch) {
-		return
-	}
-	p.cooldownUntil.Store(time.Now().Add(p.cfg.Wartezeit).UnixNano())
-	p.m.yields.Inc()
-	if cancel := p.cancelRound.Load(); cancel != nil {
-		(*cancel)(errStalled)
-	}
-	lastErr := ""
-	if e := p.lastError.Load(); e != nil {
-		lastErr = *e
-	}
-	p.log.Warn("rounds made no progress for wartezeit; handing the lease over", slog.Int64("epoch", epoch),
-		slog.Duration("stalled_for", stalled.Round(time.Millisecond)), slog.Duration("wartezeit", p.cfg.Wartezeit),
-		slog.String("last_error", lastErr))
-	// The release is bounded by the session's timeouts; if the database is what hangs, the
-	// lease simply expires Wartezeit after the last renewal.
-	go func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := p.lease.release(rctx, epoch); err != nil {
-			p.log.Warn("could not hand the lease over; a follower takes over after wartezeit", slog.Any("error", err))
-		}
-	}()
-}
-
-// loseLease turns this instance into a follower if it still led under epoch.
-func (p *Publisher) loseLease(epoch int64) bool {
-	if !p.epoch.CompareAndSwap(epoch, 0) {
-		return false
-	}
-	p.m.leader.Set(0)
-	return true
-}
-
 func (p *Publisher) shutdown() {
 	defer p.stmts.Close() //nolint:errcheck // closing prepared statements on the way out
 	if p.conn != nil {
 		p.conn.Disconnect()
 		p.conn = nil
 	}
-	p.m.leader.Set(0)
-	if epoch := p.epoch.Swap(0); epoch > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := p.lease.release(ctx, epoch); err != nil {
-			p.log.Warn("could not hand the lease over; a follower takes over after wartezeit", slog.Any("error", err))
-			return
-		}
-		p.log.Info("lease handed over", slog.Int64("epoch", epoch))
-	}
-}
-
-// round is one publication round, in one database transaction: count what is in flight, take
-// what is new into the view of open work, keep its oldest ready handelingen whose persons are
-// not blocked, mark them in_levering, send them (and any whose earlier message was lost) in
-// one broker transaction and, only if the lease is still ours, commit.
-func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more bool, err error) {
-	start := time.Now()
-	defer func() {
-		if err != nil {
-			p.view = nil // it may hold what the rolled-back transaction took in: rebuilt
-		}
-	}()
-	// An error here is the database being away: BeginTx reports it below, and what did not
-	// get prepared runs unprepared.
-	_ = p.stmts.Prepare(ctx, roundSQL...)
-	if epoch > 0 {
-		if ok, err := p.lease.renew(ctx, p.stmts, epoch); err != nil {
-			return 0, false, dbErr(err)
-		} else if !ok {
-			return 0, false, ErrLostLease
-		}
-	}
-	tx, err := p.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return 0, false, dbErr(fmt.Errorf("begin round: %w", err))
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	q := p.stmts.In(tx.Tx)
-	// A leader frozen inside a round must not hold its row locks forever: the database ends
-	// the session, and with it the round, after wartezeit.
-	if _, err := q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.Wartezeit.Milliseconds(), 10)); err != nil {
-		return 0, false, dbErr(err)
-	}
-	horizon, mayMark, err := readHorizon(ctx, q)
-	if err != nil {
-		return 0, false, dbErr(err)
-	}
-	inLevering, err := countInLevering(ctx, q)
-	if err != nil {
-		return 0, false, dbErr(err)
-	}
-	stale, err := readStale(ctx, q, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering)
-	if err != nil {
-		return 0, false, dbErr(err)
-	}
-	budget := p.cfg.MaxInLevering - inLevering
-	var candidates, keep []Candidate
-	intakeFull, taken := false, 0
-	if budget > 0 {
-		v := p.viewFor(epoch)
-		if taken, intakeFull, err = p.takeIn(ctx, q, v, horizon); err != nil {
-			return 0, false, dbErr(err)
-		}
-		v = p.view // a new one if the sweep found the old one wrong
-		p.m.setView(v)
-		if h := p.cfg.Hooks.AfterIntake; h != nil {
-			if err := h(ctx); err != nil {
-				return 0, false, err
-			}
-		}
-		candidates = v.readyCandidates(window(budget))
-		blocked, err := readBlocked(ctx, q, p.cfg.FoutPolicy == handeling.Strict)
-		if err != nil {
-			return 0, false, dbErr(err)
-		}
-		keep = Select(candidates, blocked, budget)
-		if !mayMark && len(keep) > 0 {
-			// A transaction adding late persons is open: the view may lack some (readHorizon).
-			p.log.Debug("a transaction adding persons late is open; marking nothing this round")
-			keep = nil
-		}
-	}
-	if len(keep) == 0 && len(stale) == 0 {
-		if !p.viewDirty {
-			return 0, intakeFull, nil
-		}
-		// The intake emptied publicatie_nakomer: committed behind the fence like any round,
-		// so that a deposed leader cannot take the new one's records.
-		if err := p.commit(ctx, tx, q, epoch); err != nil {
-			return 0, false, err
-		}
-		return 0, intakeFull, nil
-	}
-	republished, err := touchStale(ctx, q, ids(stale))
-	if err != nil {
-		return 0, false, dbErr(err)
-	}
-	marked, err := markInLevering(ctx, q, ids(keep))
-	if err != nil {
-		return 0, false, dbErr(err)
-	}
-	var msgs []broker.Message
-	var sent []int64
-	for _, batch := range []struct {
-		cs []Candidate
-		ok map[int64]bool
-	}{{stale, republished}, {keep, marked}} {
-		for _, c := range batch.cs {
-			if !batch.ok[c.ID] {
-				continue
-			}
-			body, err := json.Marshal(handeling.Publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
-			if err != nil {
-				return 0, false, fmt.Errorf("encode publication %d: %w", c.ID, err)
-			}
-			msgs = append(msgs, broker.Message{Destination: p.cfg.Queue, AdmhndID: c.ID, Body: body})
-			sent = append(sent, c.ID)
-		}
-	}
-	if len(republished) > 0 {
-		p.log.Warn("handelingen in levering past the redelivery timeout published again",
-			slog.Any("admhnd_ids", ids(stale)), slog.Duration("redelivery_timeout", p.cfg.RedeliveryTimeout))
-	}
-	if err := p.cfg.Hooks.AfterMark.Run(ctx, sent); err != nil {
-		return 0, false, err
-	}
-	if len(msgs) > 0 {
-		if err := p.send(ctx, msgs); err != nil {
-			return 0, false, err
-		}
-	}
-	if err := p.cfg.Hooks.AfterBrokerCommit.Run(ctx, sent); err != nil {
-		return 0, false, err
-	}
-	// Those the round could not mark (no longer to be delivered, or locked by another
-	// session) leave the view; the ones still to be delivered come back through
-	// publicatie_nakomer, before anything newer of their persons.
-	if err := recheck(ctx, q, unmarked(keep, marked)); err != nil {
-		return 0, false, dbErr(err)
-	}
-	if err := p.commit(ctx, tx, q, epoch); err != nil {
-		return 0, false, err
-	}
-	waiting := 0
-	if v := p.view; v != nil { // nil when the round had no budget and only republished
-		for _, c := range keep {
-			v.remove(c.ID)
-		}
-		waiting = v.size()
-		p.m.setView(v)
-	}
-	if len(sent) > 0 {
-		p.rounds.Add(1)
-		p.m.published.Add(float64(len(marked)))
-		p.m.republished.Add(float64(len(republished)))
-		p.m.roundTime.Observe(time.Since(start).Seconds())
-	}
-	if h := p.cfg.Hooks.RoundCommitted; h != nil {
-		h(sent)
-	}
-	p.log.Debug("round committed", slog.Int64("epoch", epoch), slog.Int("published", len(sent)),
-		slog.Int("republished", len(republished)), slog.Int("taken_in", taken), slog.Int("candidates", len(candidates)),
-		slog.Int("in_levering", inLevering+len(marked)), slog.Duration("duration", time.Since(start)))
-	// Another round at once when work is waiting that this one could not publish although it
-	// had room: more to take in, or at least a window's worth in the view, whose persons'
-	// handelingen in flight may be delivered by now (what the first version did when its
-	// window was full; waiting for the consumers' notifications instead made rounds fewer and
-	// larger, and the pipeline 10 % slower in A/B runs).
-	return len(sent), len(keep) < budget && (intakeFull || waiting >= window(budget)), nil
-}
-
-// commit commits the round's transaction if the lease is still ours. This is the fence: the
-// row lock taken by the renewal makes a takeover wait until this commit, so no two epochs
-// ever commit rounds at the same time.
-func (p *Publisher) commit(ctx context.Context, tx *sqlx.Tx, q querier, epoch int64) error {
-	if epoch > 0 {
-		if ok, err := p.lease.renew(ctx, q, epoch); err != nil {
-			return dbErr(err)
-		} else if !ok {
-			return ErrLostLease
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return dbErr(fmt.Errorf("commit round: %w", err))
-	}
-	return nil
+	p.lead.release()
 }
 
 // window is how many ready handelingen a round takes from the view to check against the

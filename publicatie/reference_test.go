@@ -87,10 +87,10 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 			for step := range 120 {
 				h.step = step
 				if r.IntN(10) == 0 {
-					e.pub.lastSweep = time.Time{} // the next round compares the view with the database
+					e.pub.work.lastSweep = time.Time{} // the next round compares the view with the database
 				}
 				if r.IntN(25) == 0 {
-					e.pub.view = nil // a new leader, or a failed round: the view is built again
+					e.pub.work.view = nil // a new leader, or a failed round: the view is built again
 					h.did("view dropped")
 				}
 				switch x := r.IntN(100); {
@@ -395,7 +395,7 @@ func (h *history) dump() string {
 	var lines []string
 	for _, r := range rows {
 		state := "not in the view"
-		if v := h.e.pub.view; v != nil {
+		if v := h.e.pub.work.view; v != nil {
 			if e, ok := v.byID[r.ID]; ok {
 				state = fmt.Sprintf("in the view: heads %d of %d", e.heads, len(e.personen))
 			}

@@ -515,7 +515,7 @@ func TestRoundSweepRebuildsAViewThatDisagrees(t *testing.T) {
 	e.setStatus("geleverd", 1)
 	wantIDs(t, "before the sweep, 4 is not seen", e.round(), 3)
 	e.setStatus("geleverd", 3)
-	e.pub.lastSweep = time.Time{} // sweep now
+	e.pub.work.lastSweep = time.Time{} // sweep now
 	wantIDs(t, "the sweep's round: the view is rebuilt", e.round())
 	wantIDs(t, "then the late ones", e.round(), 4, 5)
 }

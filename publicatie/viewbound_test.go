@@ -25,7 +25,7 @@ func TestViewBoundedInBytes(t *testing.T) {
 	bound := e.pub.cfg.ViewBytes + intakeCost(500)
 	check := func(when string) {
 		t.Helper()
-		v := e.pub.view
+		v := e.pub.work.view
 		if v.bytes > bound {
 			t.Fatalf("%s: the view takes %d bytes (%d handelingen), more than ViewBytes %d and one handeling", when, v.bytes, v.size(), e.pub.cfg.ViewBytes)
 		}
@@ -39,7 +39,7 @@ func TestViewBoundedInBytes(t *testing.T) {
 		}
 		e.setStatus("geleverd", i)
 	}
-	v := e.pub.view
+	v := e.pub.work.view
 	t.Logf("view: %d handelingen, %d bytes estimated (bound %d)", v.size(), v.bytes, e.pub.cfg.ViewBytes)
 	if v.size() < 100 || v.size() > 1000 {
 		t.Errorf("view holds %d handelingen of 500 persons; want what 32 MiB holds (about 500)", v.size())
@@ -67,7 +67,7 @@ func TestBlockedPersonDoesNotFillTheView(t *testing.T) {
 	var published []int64
 	for range 30 {
 		published = append(published, e.round()...)
-		if v := e.pub.view; v != nil && len(v.queues[7]) > 10 {
+		if v := e.pub.work.view; v != nil && len(v.queues[7]) > 10 {
 			t.Fatalf("the view holds %d handelingen of the blocked person, PersonCap is 10", len(v.queues[7]))
 		}
 	}

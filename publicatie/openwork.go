@@ -1,0 +1,292 @@
+package publicatie
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
+)
+
+// SweepInterval is how often the leader compares its view with the database (readChecksum)
+// and rebuilds it when they disagree: handelingen deleted from admhnd or set to another status
+// by hand while they waited in the view, or anything else the triggers of migration 0007 do
+// not record.
+const SweepInterval = 30 * time.Second
+
+// openWork is the leader's view of the open work across its rounds: it owns the view, the
+// epoch it belongs to, what its intake changed in the database (dirty), its sweeps and
+// rebuilds. Only the round's goroutine uses it.
+type openWork struct {
+	cfg Config
+	m   *metrics
+	log *slog.Logger
+
+	view  *view // nil: none yet (a follower's, or dropped after a failed round)
+	epoch int64
+	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees or
+	// publicatie_ingehaald: the round must commit even if it publishes nothing.
+	dirty     bool
+	lastSweep time.Time // of the view against the database
+	// intakePersons is the persons per handeling the last intake read (at least 1): how
+	// many handelingen the room under ViewBytes holds (intakeBounds).
+	intakePersons int
+}
+
+func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
+	return &openWork{cfg: cfg, m: m, log: log}
+}
+
+// forEpoch returns the view of epoch, a new empty one if the view belongs to another epoch
+// (or none): a new leader, or a rebuild after a failed round, starts from the oldest
+// handeling again.
+func (w *openWork) forEpoch(epoch int64) *view {
+	w.dirty = false
+	if w.view == nil || w.epoch != epoch {
+		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap), epoch, time.Now()
+	}
+	return w.view
+}
+
+// drop forgets the view: a follower holds none, and after a failed round it may hold what
+// the rolled-back transaction took in. The next round builds it again.
+func (w *openWork) drop() {
+	if w.view != nil {
+		w.view = nil
+		w.m.setView(nil)
+	}
+}
+
+// done removes the round's handelingen (published, or recorded for a recheck) from the view
+// and returns how many handelingen it still holds.
+func (w *openWork) done(keep []Candidate) (waiting int) {
+	v := w.view
+	if v == nil { // the round had no budget and only republished
+		return 0
+	}
+	for _, c := range keep {
+		v.remove(c.ID)
+	}
+	w.m.setView(v)
+	return v.size()
+}
+
+// rebuild starts the view again from the oldest handeling, for the reason given (the label
+// of publicatie_view_rebuilds_total).
+func (w *openWork) rebuild(reason string) *view {
+	w.m.viewRebuilds.WithLabelValues(reason).Inc()
+	w.view = newView(w.cfg.PersonCap)
+	return w.view
+}
+
+// takeIn reads, into the view of epoch, the handelingen recorded in publicatie_nakomer (taking
+// in those up to the stand; the intake reads the others in their turn) and new ones after the
+// stand, as many as Limit, ViewSize and ViewBytes leave room for, and returns the view and
+// how many it took in. When publicatie_herlees says a handeling was registered behind the
+// stand, it starts from a new, empty view instead. full says the intake read as many as it
+// could: more are waiting. Every SweepInterval it compares the view with the database
+// afterwards, and starts it again if they disagree.
+func (w *openWork) takeIn(ctx context.Context, q querier, epoch int64, horizon time.Time) (v *view, taken int, full bool, err error) {
+	taken, full, err = w.takeInto(ctx, q, w.forEpoch(epoch), horizon)
+	if w.view != nil {
+		w.m.setView(w.view)
+	}
+	return w.view, taken, full, err
+}
+
+func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
+	if err := w.reportOvertaken(ctx, q); err != nil {
+		return 0, false, err
+	}
+	refused, err := refuseOddTsreg(ctx, q, w.cfg.Excluded)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, id := range refused {
+		// Once per handeling: the next round finds it fout.
+		w.m.tsregFout.Inc()
+		w.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
+			slog.String("reason", handeling.FoutTsreg))
+	}
+	oldest, recordedLate, err := readHerlees(ctx, q)
+	if err != nil {
+		return 0, false, err
+	}
+	if recordedLate {
+		w.dirty = true // emptied publicatie_herlees
+		if !v.stand.before(oldest) {
+			// Registered behind the stand: the view is no longer the prefix it must be.
+			w.log.Info("handelingen registered with a tsreg the publisher's view had passed; building the view again",
+				slog.Int64("admhnd_id", oldest.id), slog.Time("tsreg", oldest.tsreg))
+			v = w.rebuild(rebuildLate)
+		}
+	}
+	if v.rewindDue {
+		w.m.viewRebuilds.WithLabelValues(rebuildPersonCap).Inc()
+		v.rewind()
+	}
+	read, late, full, rewound, err := w.intake(ctx, q, v, horizon)
+	if err == nil && rewound {
+		// A handeling taken back among the parked rewound the view: read from there at once,
+		// so that this round selects from all it may.
+		var r, l int
+		r, l, full, _, err = w.intake(ctx, q, v, horizon)
+		read, late = read+r, late+l
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	w.m.taken.WithLabelValues("nakomer").Add(float64(late))
+	w.m.taken.WithLabelValues("intake").Add(float64(read))
+	if time.Since(w.lastSweep) >= SweepInterval {
+		w.lastSweep = time.Now()
+		if ok, err := w.sweep(ctx, q, v); err != nil || !ok {
+			return read + late, !ok, err
+		}
+	}
+	return read + late, full, nil
+}
+
+// intake reads, with readIntake, what v has room for after its stand and what
+// publicatie_nakomer holds, into v. rewound says one of the latter lay among the parked
+// handelingen and v was rewound: read again.
+func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.Time) (read, late int, full, rewound bool, err error) {
+	limit, budget := w.intakeBounds(v)
+	rows, cut, err := readIntake(ctx, q, w.cfg.Excluded, horizon, v.stand, limit, budget)
+	if err != nil {
+		return 0, 0, false, false, err
+	}
+	oldStand, persons := v.stand, 0
+	for _, r := range rows {
+		if r.nakomer {
+			w.dirty = true // the intake emptied publicatie_nakomer
+		} else if v.stand.before(r.place) {
+			v.stand = r.place
+		}
+	}
+	for i := 0; i < len(rows); {
+		r := rows[i]
+		c := Candidate{ID: r.id}
+		for ; i < len(rows) && rows[i].id == r.id && rows[i].nakomer == r.nakomer; i++ {
+			if rows[i].persoon.Valid {
+				c.Personen = append(c.Personen, rows[i].persoon.Int64)
+			}
+		}
+		switch {
+		case !r.nakomer:
+			read++
+			persons += len(c.Personen)
+			v.add(c, r.tsreg, true)
+		case oldStand.before(r.place):
+			// After the old stand: the intake read it above, or reads it in its turn. Taken in
+			// now, it would head its persons' queues in front of their older handelingen not
+			// yet taken in.
+		case v.parking() && !r.place.before(v.firstParked):
+			// Among the parked: its persons may have handelingen in the view after it.
+			rewound = true
+		default:
+			late++
+			v.add(c, r.tsreg, false)
+		}
+	}
+	if read > 0 {
+		w.intakePersons = max(1, (persons+read-1)/read)
+	}
+	if rewound {
+		w.m.viewRebuilds.WithLabelValues(rebuildPersonCap).Inc()
+		v.rewind()
+	}
+	return read, late, rewound || limit > 0 && (read == limit || cut && read > 0), rewound, nil
+}
+
+// Reasons for building the view again (label of publicatie_view_rebuilds_total).
+const (
+	rebuildLate      = "late"       // registered behind the stand
+	rebuildSweep     = "sweep"      // the view disagreed with the database
+	rebuildPersonCap = "person_cap" // rewound to the first parked handeling
+)
+
+// intakeBounds returns how many handelingen the intake may read into v (Limit, the room under
+// ViewSize, and what the room under ViewBytes holds at the persons per handeling the last
+// intake saw) and the bytes it may take in this round: the room, at most a quarter of
+// ViewBytes, so that the rows read at once stay small beside the view.
+func (w *openWork) intakeBounds(v *view) (limit, budget int) {
+	room := w.cfg.ViewBytes - v.bytes
+	if room <= 0 {
+		return 0, 0
+	}
+	budget = min(room, max(1, w.cfg.ViewBytes/4))
+	limit = min(w.cfg.Limit, w.cfg.ViewSize-v.size(), 1+budget/intakeCost(max(1, w.intakePersons)))
+	return max(0, limit), budget
+}
+
+// reportOvertaken sets fout the handelingen recorded in publicatie_ingehaald that are still to
+// be delivered and reports those already published (readOvertaken). Both are a breach of the
+// contract by bijhouding (a handeling's persons committed after it); the log names the ids so
+// an operator can find them, never the persons.
+func (w *openWork) reportOvertaken(ctx context.Context, q querier) error {
+	found, err := readOvertaken(ctx, q, w.cfg.Excluded)
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	w.dirty = true // emptied publicatie_ingehaald
+	for _, o := range found {
+		if o.published {
+			w.m.overtaken.WithLabelValues("published").Inc()
+			w.log.Warn("persons added to a published handeling after a newer handeling of one of them was published: afnemers may have received them out of order",
+				slog.Int64("admhnd_id", o.id), slog.Int64("newer_admhnd_id", o.door))
+			continue
+		}
+		w.m.overtaken.WithLabelValues("fout").Inc()
+		w.log.Warn("persons added to a handeling after a newer handeling of one of them was published; set fout, an operator decides",
+			slog.Int64("admhnd_id", o.id), slog.Int64("newer_admhnd_id", o.door))
+	}
+	return nil
+}
+
+// sweep compares v with the database. When they disagree it starts the view again (the
+// caller's v is then stale; the next round builds on w.view).
+func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err error) {
+	n, xor, err := readChecksum(ctx, q, w.cfg.Excluded, v.stand)
+	if err != nil {
+		return false, err
+	}
+	if n == v.size()+v.parkedN && xor == v.xor^v.parkedXor {
+		return true, nil
+	}
+	w.log.Warn("the publisher's view of the open work disagrees with the database; rebuilding it",
+		slog.Int("view", v.size()+v.parkedN), slog.Int("database", n))
+	w.rebuild(rebuildSweep)
+	return false, nil
+}
+
+// unmarked returns the ids of keep that markInLevering did not change.
+func unmarked(keep []Candidate, marked map[int64]bool) []int64 {
+	var out []int64
+	for _, c := range keep {
+		if !marked[c.ID] {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// recheck records ids in publicatie_nakomer: the next round's intake takes back those still to
+// be delivered.
+func recheck(ctx context.Context, q querier, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, recheckSQL, pq.Array(ids)); err != nil {
+		return fmt.Errorf("record unmarked handelingen: %w", err)
+	}
+	return nil
+}
+
+const recheckSQL = `insert into publicatie_nakomer (admhnd_id) select unnest($1::bigint[]) on conflict do nothing`
