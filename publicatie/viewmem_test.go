@@ -3,6 +3,7 @@ package publicatie
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -63,5 +64,48 @@ func TestViewBytesBoundTheHeap(t *testing.T) {
 				t.Errorf("estimate %d bytes more than three times the heap the view takes, %d", v.bytes, heap)
 			}
 		})
+	}
+}
+
+// TestViewParksAndRewinds follows the view through parking and a rewind: a person at its cap
+// parks its later handelingen and, through a shared one, another person's; a handeling of
+// nobody parked is taken in; when the capped person has drained to half its cap the view is
+// rewound to the first parked handeling, and its estimate returns to what a fresh view of the
+// same handelingen holds.
+func TestViewParksAndRewinds(t *testing.T) {
+	t.Parallel()
+	at := func(id int64) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, int(id), time.UTC) }
+	v := newView(2)
+	add := func(id int64, personen ...int64) { v.add(Candidate{ID: id, Personen: personen}, at(id), true) }
+	add(1, 1)
+	add(2, 1)
+	add(3, 1)    // person 1 at its cap: parked
+	add(4, 1, 2) // shares person 1: parked, and person 2 with it
+	add(5, 2)    // person 2 parked
+	add(6, 3)    // nobody parked: taken in
+	v.stand = place{at(6), 6}
+	if got := ids(v.readyCandidates(10)); !slices.Equal(got, []int64{1, 6}) {
+		t.Fatalf("ready %v, want [1 6]", got)
+	}
+	if v.size() != 3 || v.parkedN != 3 || v.parkedXor != 3^4^5 || len(v.parked) != 2 || !v.parked[1].capped || v.parked[2].capped {
+		t.Fatalf("view of %d, parked %d (xor %d), persons %v", v.size(), v.parkedN, v.parkedXor, v.parked)
+	}
+	v.remove(1)
+	if !v.rewindDue {
+		t.Fatal("person 1 drained to half its cap, no rewind due")
+	}
+	v.rewind()
+	if v.size() != 1 || v.parking() || v.parkedN != 0 || v.stand != (place{at(3), 2}) {
+		t.Fatalf("after the rewind: view of %d, parked %d, stand %+v; want handeling 2 only, stand just before 3", v.size(), v.parkedN, v.stand)
+	}
+	fresh := newView(2)
+	fresh.add(Candidate{ID: 2, Personen: []int64{1}}, at(2), true)
+	if v.bytes != fresh.bytes || v.personRows != fresh.personRows || v.xor != fresh.xor {
+		t.Fatalf("after the rewind: %d bytes, %d person rows, xor %d; a fresh view of the same: %d, %d, %d",
+			v.bytes, v.personRows, v.xor, fresh.bytes, fresh.personRows, fresh.xor)
+	}
+	v.remove(2)
+	if v.bytes != 0 || v.personRows != 0 || len(v.queues) != 0 {
+		t.Fatalf("empty view: %d bytes, %d person rows, %d queues", v.bytes, v.personRows, len(v.queues))
 	}
 }
