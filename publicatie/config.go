@@ -95,8 +95,8 @@ var ErrConfig = errors.New("publicatie: invalid config")
 // its batch timeout (20 s by default), so the republication does not race those.
 const DefaultRedeliveryTimeout = time.Minute
 
-// DefaultViewSize is Config.ViewSize's default: enough for a bulk correction of 100,000
-// handelingen queued for a few persons not to hold back everyone else, at about 37 MB.
+// DefaultViewSize is Config.ViewSize's default: about what DefaultViewBytes holds of
+// handelingen of one or two persons.
 const DefaultViewSize = 100_000
 
 // DefaultViewBytes is Config.ViewBytes's default: 32 MiB, about 100,000 handelingen of two
