@@ -44,7 +44,6 @@ func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
 // (or none): a new leader, or a rebuild after a failed round, starts from the oldest
 // handeling again.
 func (w *openWork) forEpoch(epoch int64) *view {
-	w.dirty = false
 	if w.view == nil || w.epoch != epoch {
 		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap), epoch, time.Now()
 	}
@@ -72,6 +71,12 @@ func (w *openWork) done(keep []Candidate) (waiting int) {
 	}
 	w.m.setView(v)
 	return v.size()
+}
+
+// rewind rewinds v to its first parked handeling (view.rewind), counted as a rebuild.
+func (w *openWork) rewind(v *view) {
+	w.m.viewRebuilds.WithLabelValues(rebuildPersonCap).Inc()
+	v.rewind()
 }
 
 // rebuild starts the view again from the oldest handeling, for the reason given (the label
@@ -125,8 +130,7 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 		}
 	}
 	if v.rewindDue {
-		w.m.viewRebuilds.WithLabelValues(rebuildPersonCap).Inc()
-		v.rewind()
+		w.rewind(v)
 	}
 	read, late, full, rewound, err := w.intake(ctx, q, v, horizon)
 	if err == nil && rewound {
@@ -196,8 +200,7 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 		w.intakePersons = max(1, (persons+read-1)/read)
 	}
 	if rewound {
-		w.m.viewRebuilds.WithLabelValues(rebuildPersonCap).Inc()
-		v.rewind()
+		w.rewind(v)
 	}
 	return read, late, rewound || limit > 0 && (read == limit || cut && read > 0), rewound, nil
 }

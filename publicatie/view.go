@@ -32,8 +32,6 @@ type view struct {
 	stand place
 	xor   int64 // of the ids in the view: compared with the database's by the sweep
 	bytes int   // estimated heap the view takes (entryBytes, personBytes, queueBytes, parkedPersonBytes)
-	// personRows is the sum of len(personen) over the view.
-	personRows int
 
 	// Parking. The intake leaves out (parks) a handeling one of whose persons already has
 	// personCap handelingen in the view, or is parked: such a person's later handelingen
@@ -139,7 +137,6 @@ func (v *view) add(c Candidate, tsreg time.Time, mayPark bool) {
 	v.byID[e.id] = e
 	v.xor ^= e.id
 	v.bytes += entryCost(len(e.personen))
-	v.personRows += len(e.personen)
 	for _, p := range e.personen {
 		q := v.queues[p]
 		i, _ := slices.BinarySearchFunc(q, e, func(a, b *entry) int {
@@ -239,7 +236,6 @@ func (v *view) remove(id int64) {
 	delete(v.byID, id)
 	v.xor ^= id
 	v.bytes -= entryCost(len(e.personen))
-	v.personRows -= len(e.personen)
 	for _, p := range e.personen {
 		q := v.queues[p]
 		i := slices.Index(q, e)
