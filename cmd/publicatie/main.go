@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
@@ -137,15 +138,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case cmd == "" || cmd == "run":
 		return serve(ctx, cfg, log)
 	case cmd == "status" || cmd == "fout":
-		// An operator waits for an answer, not for a database that is away.
-		ctx, cancel := context.WithTimeout(ctx, OperatorTimeout)
-		defer cancel()
-		db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		return operate.CLI{DB: db, Config: cfg.overview(), Door: door()}.Run(ctx, args, stdout)
+		return operator(ctx, cfg, log, func(ctx context.Context, db *sqlx.DB) error {
+			return operate.CLI{DB: db, Config: cfg.overview(), Door: door()}.Run(ctx, args, stdout)
+		})
 	}
 	return errUsage
 }
@@ -187,9 +182,9 @@ func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer
 // command gives up with exit 1, naming what it waited for.
 const OperatorTimeout = 20 * time.Second
 
-// migrateStatus prints which migrations the database has, and any index an interrupted build
-// left invalid (the next migrate builds it again).
-func migrateStatus(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+// operator runs an operator command's f on the database, all of it within OperatorTimeout:
+// an operator waits for an answer, not for a database that is away.
+func operator(ctx context.Context, cfg config, log *slog.Logger, f func(context.Context, *sqlx.DB) error) error {
 	ctx, cancel := context.WithTimeout(ctx, OperatorTimeout)
 	defer cancel()
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
@@ -197,6 +192,18 @@ func migrateStatus(ctx context.Context, cfg config, log *slog.Logger, stdout io.
 		return err
 	}
 	defer db.Close()
+	return f(ctx, db)
+}
+
+// migrateStatus prints which migrations the database has, and any index an interrupted build
+// left invalid (the next migrate builds it again).
+func migrateStatus(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	return operator(ctx, cfg, log, func(ctx context.Context, db *sqlx.DB) error {
+		return printMigrations(ctx, db, stdout)
+	})
+}
+
+func printMigrations(ctx context.Context, db *sqlx.DB, stdout io.Writer) error {
 	st, err := schema.Status(ctx, db.DB)
 	if err != nil {
 		return err
