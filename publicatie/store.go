@@ -162,7 +162,9 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 		return nil, false, fmt.Errorf("read intake: %w", err)
 	}
 	defer rows.Close()
-	used, handelingen, start, last := 0, 0, 0, int64(0)
+	// before is the cost of the handelingen read before the current one (last, from row
+	// start on, persons so far).
+	before, handelingen, start, last, persons := 0, 0, 0, int64(0), 0
 	for rows.Next() {
 		var r intakeRow
 		if err := rows.Scan(&r.id, &r.tsreg, &r.persoon, &r.nakomer); err != nil {
@@ -170,13 +172,15 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 		}
 		if !r.nakomer {
 			if handelingen == 0 || r.id != last {
-				handelingen, start, last = handelingen+1, len(out), r.id
-				used += entryBytes
+				if handelingen > 0 {
+					before += intakeCost(persons)
+				}
+				handelingen, start, last, persons = handelingen+1, len(out), r.id, 0
 			}
 			if r.persoon.Valid {
-				used += personBytes + queueBytes
+				persons++
 			}
-			if used > budget && handelingen > 1 {
+			if before+intakeCost(persons) > budget && handelingen > 1 {
 				// Rows are ordered by place: everything kept lies before this handeling.
 				return out[:start], true, nil
 			}
