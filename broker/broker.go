@@ -66,6 +66,12 @@ const DefaultHeartBeat = 5 * time.Second
 // ErrConfig is returned for an invalid Config.
 var ErrConfig = errors.New("broker: invalid config")
 
+// WithDefaults returns c with every zero field set to its default, as NewDialer uses it.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
+
 func (c *Config) setDefaults() {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout

@@ -1,8 +1,7 @@
 package handeling
 
-// The contract's defaults (CONTRACT.md section 2). The commands' environment decoding writes
-// them again in its struct tags, where Go needs literals; cmd/publicatie and cmd/mutatielevering
-// test that the two agree.
+// The contract's defaults (CONTRACT.md section 2). The packages' Configs take them for zero
+// fields; the commands leave a field zero when its variable is unset, and --help shows them.
 const (
 	// PublicationQueue is where the publisher puts publications and consumers take them.
 	PublicationQueue = "/queue/brp.levering.admhndpublicatie"

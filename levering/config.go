@@ -2,7 +2,6 @@ package levering
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +9,7 @@ import (
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/fault"
+	"github.com/brp/levering/internal/setting"
 )
 
 // Config configures a Consumer. Zero fields take the documented defaults.
@@ -85,6 +85,12 @@ const DefaultBatchTimeout = 20 * time.Second
 // ErrConfig is wrapped by every Config validation error.
 var ErrConfig = errors.New("levering: invalid config")
 
+// WithDefaults returns c with every zero field set to its default, as New uses it.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
+
 func (c *Config) setDefaults() {
 	if c.Queue == "" {
 		c.Queue = handeling.PublicationQueue
@@ -118,18 +124,28 @@ func (c *Config) setDefaults() {
 // maxPrefetch bounds Prefetch: the consumer holds a buffer of that many deliveries.
 const maxPrefetch = 1 << 20
 
+// Validate reports the first field of c (with its defaults) that New would refuse, as a
+// *setting.Error naming the field.
+func (c Config) Validate() error {
+	c.setDefaults()
+	return c.validate()
+}
+
 func (c Config) validate() error {
+	bad := func(field string, v any, expected string, args ...any) error {
+		return setting.Invalid(ErrConfig, field, v, expected, args...)
+	}
 	switch {
 	case c.Workers < 0:
-		return fmt.Errorf("%w: Workers %d must be positive", ErrConfig, c.Workers)
+		return bad("Workers", c.Workers, "expected a positive number")
 	case c.Batch < 0:
-		return fmt.Errorf("%w: Batch %d must be positive", ErrConfig, c.Batch)
+		return bad("Batch", c.Batch, "expected a positive number")
 	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
-		return fmt.Errorf("%w: Prefetch %d must be positive and at most %d", ErrConfig, c.Prefetch, maxPrefetch)
+		return bad("Prefetch", c.Prefetch, "expected a positive number of at most %d", maxPrefetch)
 	case c.BatchTimeout < 0:
-		return fmt.Errorf("%w: BatchTimeout %v must be positive", ErrConfig, c.BatchTimeout)
+		return bad("BatchTimeout", c.BatchTimeout, "expected a positive duration")
 	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:
-		return fmt.Errorf("%w: Queue %q must differ from VerzendingQueue and DeadLetterQueue", ErrConfig, c.Queue)
+		return bad("Queue", c.Queue, "expected a queue other than VerzendingQueue and DeadLetterQueue")
 	}
 	return nil
 }

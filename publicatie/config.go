@@ -6,7 +6,6 @@ package publicatie
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/setting"
 )
 
 // Config configures a Publisher. Zero fields take the documented defaults.
@@ -110,6 +110,15 @@ const DefaultPersonCap = 1000
 // MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
 const MinWartezeit = 10 * time.Second
 
+// maxCluster bounds Cluster's length: it is a key of the lease table.
+const maxCluster = 200
+
+// WithDefaults returns c with every zero field set to its default, as New uses it.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
+
 func (c *Config) setDefaults() {
 	if c.Delay == 0 {
 		c.Delay = 5 * time.Second
@@ -156,26 +165,38 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// Validate reports the first field of c (with its defaults) that New would refuse, as a
+// *setting.Error naming the field.
+func (c Config) Validate() error {
+	c.setDefaults()
+	return c.validate()
+}
+
 func (c Config) validate() error {
+	bad := func(field string, v any, expected string, args ...any) error {
+		return setting.Invalid(ErrConfig, field, v, expected, args...)
+	}
 	switch {
 	case c.Delay < 0:
-		return fmt.Errorf("%w: Delay %v must be positive", ErrConfig, c.Delay)
+		return bad("Delay", c.Delay, "expected a positive duration")
 	case c.Limit < 0:
-		return fmt.Errorf("%w: Limit %d must be positive", ErrConfig, c.Limit)
+		return bad("Limit", c.Limit, "expected a positive number")
 	case c.ViewSize < 0:
-		return fmt.Errorf("%w: ViewSize %d must be positive", ErrConfig, c.ViewSize)
+		return bad("ViewSize", c.ViewSize, "expected a positive number")
 	case c.ViewBytes < 0:
-		return fmt.Errorf("%w: ViewBytes %d must be positive", ErrConfig, c.ViewBytes)
+		return bad("ViewBytes", c.ViewBytes, "expected a positive size")
 	case c.PersonCap < 0:
-		return fmt.Errorf("%w: PersonCap %d must be positive", ErrConfig, c.PersonCap)
+		return bad("PersonCap", c.PersonCap, "expected a positive number")
 	case c.MaxInLevering < 0:
-		return fmt.Errorf("%w: MaxInLevering %d must be positive", ErrConfig, c.MaxInLevering)
+		return bad("MaxInLevering", c.MaxInLevering, "expected a positive number")
 	case c.RedeliveryTimeout < 0:
-		return fmt.Errorf("%w: RedeliveryTimeout %v must be positive", ErrConfig, c.RedeliveryTimeout)
+		return bad("RedeliveryTimeout", c.RedeliveryTimeout, "expected a positive duration")
 	case !c.FoutPolicy.Valid():
-		return fmt.Errorf("%w: FoutPolicy %q must be %q or %q", ErrConfig, c.FoutPolicy, handeling.Strict, handeling.Skip)
+		return bad("FoutPolicy", c.FoutPolicy, "expected %s or %s", handeling.Strict, handeling.Skip)
+	case len(c.Cluster) > maxCluster:
+		return bad("Cluster", c.Cluster, "expected a cluster name of at most %d characters", maxCluster)
 	case c.Wartezeit < MinWartezeit:
-		return fmt.Errorf("%w: Wartezeit %v must be at least %v", ErrConfig, c.Wartezeit, MinWartezeit)
+		return bad("Wartezeit", c.Wartezeit, "expected at least %v", MinWartezeit)
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,21 +21,43 @@ import (
 	"github.com/brp/levering/schema"
 )
 
+// config is the environment. The variables after HTTPAddr set the fields of lev with the same
+// name (setup.Explain relies on it); unset, a field stays zero and levering.New takes its
+// default: package levering owns those defaults and the rules of their values.
 type config struct {
 	setup.Common
 	HTTPAddr        setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:0"`
-	Queue           setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
-	VerzendingQueue setup.Queue      `envconfig:"BRP_LEVERING_VERZENDING_QUEUE" default:"/queue/brp.levering.verzending"`
-	DeadLetterQueue setup.Queue      `envconfig:"BRP_LEVERING_MUTATIELEVERING_DLQ" default:"/queue/brp.levering.admhndpublicatie.dlq"`
+	Queue           *setup.Queue     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE"`
+	VerzendingQueue *setup.Queue     `envconfig:"BRP_LEVERING_VERZENDING_QUEUE"`
+	DeadLetterQueue *setup.Queue     `envconfig:"BRP_LEVERING_MUTATIELEVERING_DLQ"`
 	// The publisher's setting: a publication of an excluded soort is set aside, not delivered.
-	Excluded     setup.List     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED" default:"GBA_INITIELE_VULLING"`
-	Workers      setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" default:"2" max:"64"`
-	Batch        setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" default:"50" max:"10000"`
-	Prefetch     setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" max:"100000"` // unset: workers x batch
-	BatchTimeout setup.Seconds  `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" default:"20" max:"1h"`
+	Excluded     *setup.List     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED"`
+	Workers      *setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" max:"64"`
+	Batch        *setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" max:"10000"`
+	Prefetch     *setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" max:"100000"`
+	BatchTimeout *setup.Seconds  `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT" max:"1h"`
 	// Consumers subscribe on a random broker node, so that they spread over a network of
 	// brokers (their verzending messages go to the first node that answers).
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"true"`
+
+	lev *levering.Config
+}
+
+// newConfig binds the variables to lev's fields (and the broker's to lev.Broker's).
+func newConfig(lev *levering.Config) *config {
+	c := &config{
+		Queue:           (*setup.Queue)(&lev.Queue),
+		VerzendingQueue: (*setup.Queue)(&lev.VerzendingQueue),
+		DeadLetterQueue: (*setup.Queue)(&lev.DeadLetterQueue),
+		Excluded:        (*setup.List)(&lev.Excluded),
+		Workers:         (*setup.Positive)(&lev.Workers),
+		Batch:           (*setup.Positive)(&lev.Batch),
+		Prefetch:        (*setup.Positive)(&lev.Prefetch),
+		BatchTimeout:    (*setup.Seconds)(&lev.BatchTimeout),
+		lev:             lev,
+	}
+	c.BindBroker(&lev.Broker)
+	return c
 }
 
 func main() {
@@ -63,18 +84,23 @@ func exitCode(err error) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
 	if len(args) == 1 {
 		switch args[0] {
 		case "-h", "-help", "--help", "help":
-			return setup.Usage(stdout, strings.TrimPrefix(errUsage.Error(), "usage: "), &cfg)
+			defaults := levering.Config{}.WithDefaults()
+			defaults.Broker = defaults.Broker.WithDefaults()
+			return setup.Usage(stdout, strings.TrimPrefix(errUsage.Error(), "usage: "), newConfig(&defaults))
 		case "--version", "version":
 			_, err := fmt.Fprintln(stdout, "mutatielevering", setup.BuildInfo())
 			return err
 		}
 	}
-	if err := setup.Load(&cfg); err != nil {
+	cfg := newConfig(&levering.Config{})
+	if err := setup.Load(cfg); err != nil {
 		return err
+	}
+	if err := cfg.lev.Validate(); err != nil {
+		return setup.Explain(err, cfg)
 	}
 	if len(args) > 0 {
 		return errUsage
@@ -108,23 +134,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	c, err := levering.New(db, levering.Config{
-		Registerer:      reg,
-		Queue:           string(cfg.Queue),
-		VerzendingQueue: string(cfg.VerzendingQueue),
-		DeadLetterQueue: string(cfg.DeadLetterQueue),
-		Excluded:        cfg.Excluded,
-		Workers:         int(cfg.Workers),
-		Batch:           int(cfg.Batch),
-		Prefetch:        int(cfg.Prefetch),
-		BatchTimeout:    time.Duration(cfg.BatchTimeout),
-		Broker:          bcfg,
-		Hooks: levering.Hooks{
-			AfterLock:       func(context.Context, []int64) error { fault.At("mutatielevering.after_lock"); return nil },
-			AfterVerzending: func(context.Context, []int64) error { fault.At("mutatielevering.after_verzending"); return nil },
-			AfterCommit:     func(context.Context, []int64) error { fault.At("mutatielevering.after_db_commit"); return nil },
-		},
-	}, log)
+	lcfg := *cfg.lev
+	lcfg.Registerer, lcfg.Broker = reg, bcfg
+	lcfg.Hooks = levering.Hooks{
+		AfterLock:       func(context.Context, []int64) error { fault.At("mutatielevering.after_lock"); return nil },
+		AfterVerzending: func(context.Context, []int64) error { fault.At("mutatielevering.after_verzending"); return nil },
+		AfterCommit:     func(context.Context, []int64) error { fault.At("mutatielevering.after_db_commit"); return nil },
+	}
+	c, err := levering.New(db, lcfg, log)
 	if err != nil {
 		return err
 	}

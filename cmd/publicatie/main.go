@@ -22,7 +22,6 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
-	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/operate"
@@ -30,58 +29,54 @@ import (
 	"github.com/brp/levering/schema"
 )
 
+// config is the environment. The variables after HTTPAddr set the fields of pub with the same
+// name (setup.Explain relies on it); unset, a field stays zero and publicatie.New takes its
+// default: package publicatie owns those defaults and the rules of their values.
 type config struct {
 	setup.Common
 	setup.Operate
-	HTTPAddr      setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
-	Delay         setup.Millis     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" default:"5000" max:"1h"`
-	Limit         setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" default:"5000" max:"1000000"`
-	MaxInLevering setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" default:"1000" max:"1000000"`
-	ViewSize      setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" default:"100000" max:"10000000"`
-	ViewBytes     setup.Bytes      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES" default:"32MiB" max:"68719476736"`
-	PersonCap     setup.Positive   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_PERSONCAP" default:"1000" max:"10000000"`
-	Queue         setup.Queue      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE" default:"/queue/brp.levering.admhndpublicatie"`
-	Excluded      setup.List       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED" default:"GBA_INITIELE_VULLING"`
-	FoutPolicy    foutPolicy       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY" default:"strict"`
-	Cluster       clusterName      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER" default:"default"`
-	Wartezeit     wartezeit        `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT" max:"1h"`
-	Standalone    setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE" default:"false"`
-	Redelivery    setup.Seconds    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" default:"60" max:"24h"`
-	Wakeup        setup.Bool       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP" default:"true"`
+	HTTPAddr          setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
+	Delay             *setup.Millis    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" max:"1h"`
+	Limit             *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" max:"1000000"`
+	MaxInLevering     *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" max:"1000000"`
+	ViewSize          *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" max:"10000000"`
+	ViewBytes         *setup.Bytes     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES" max:"68719476736"`
+	PersonCap         *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_PERSONCAP" max:"10000000"`
+	Queue             *setup.Queue     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE"`
+	Excluded          *setup.List      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED"`
+	FoutPolicy        *string          `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY"`
+	Cluster           *setup.Name      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER"`
+	Wartezeit         *setup.Seconds   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT" max:"1h"`
+	Standalone        *setup.Bool      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE"`
+	RedeliveryTimeout *setup.Seconds   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" max:"24h"`
+	FixedDelay        *setup.Not       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP"`
 	// The publisher takes the first broker node that answers, in the order listed.
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"false"`
+
+	pub *publicatie.Config
 }
 
-type foutPolicy handeling.FoutPolicy
-
-func (f *foutPolicy) Decode(v string) error {
-	if p := handeling.FoutPolicy(v); p.Valid() {
-		*f = foutPolicy(p)
-		return nil
+// newConfig binds the variables to pub's fields (and the broker's to pub.Broker's).
+func newConfig(pub *publicatie.Config) *config {
+	c := &config{
+		Delay:             (*setup.Millis)(&pub.Delay),
+		Limit:             (*setup.Positive)(&pub.Limit),
+		MaxInLevering:     (*setup.Positive)(&pub.MaxInLevering),
+		ViewSize:          (*setup.Positive)(&pub.ViewSize),
+		ViewBytes:         (*setup.Bytes)(&pub.ViewBytes),
+		PersonCap:         (*setup.Positive)(&pub.PersonCap),
+		Queue:             (*setup.Queue)(&pub.Queue),
+		Excluded:          (*setup.List)(&pub.Excluded),
+		FoutPolicy:        (*string)(&pub.FoutPolicy),
+		Cluster:           (*setup.Name)(&pub.Cluster),
+		Wartezeit:         (*setup.Seconds)(&pub.Wartezeit),
+		Standalone:        (*setup.Bool)(&pub.Standalone),
+		RedeliveryTimeout: (*setup.Seconds)(&pub.RedeliveryTimeout),
+		FixedDelay:        (*setup.Not)(&pub.FixedDelay),
+		pub:               pub,
 	}
-	return fmt.Errorf("expected %s or %s", handeling.Strict, handeling.Skip)
-}
-
-type clusterName string
-
-func (c *clusterName) Decode(v string) error {
-	if v == "" || len(v) > 200 {
-		return fmt.Errorf("expected a non-empty cluster name of at most 200 characters")
-	}
-	*c = clusterName(v)
-	return nil
-}
-
-// wartezeit is in seconds (bare integer) or a duration, at least 10 s.
-type wartezeit time.Duration
-
-func (w *wartezeit) Decode(v string) error {
-	var s setup.Seconds
-	if err := s.Decode(v); err != nil || time.Duration(s) < publicatie.MinWartezeit {
-		return fmt.Errorf("expected a number of seconds of at least 10 (or a duration such as 30s)")
-	}
-	*w = wartezeit(s)
-	return nil
+	c.BindBroker(&pub.Broker)
+	return c
 }
 
 func main() {
@@ -112,18 +107,23 @@ func exitCode(err error) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
 	if len(args) == 1 {
 		switch args[0] {
 		case "-h", "-help", "--help", "help":
-			return setup.Usage(stdout, strings.TrimPrefix(errUsage.Error(), "usage: "), &cfg)
+			defaults := publicatie.Config{}.WithDefaults()
+			defaults.Broker = defaults.Broker.WithDefaults()
+			return setup.Usage(stdout, strings.TrimPrefix(errUsage.Error(), "usage: "), newConfig(&defaults))
 		case "--version", "version":
 			_, err := fmt.Fprintln(stdout, command, setup.BuildInfo())
 			return err
 		}
 	}
-	if err := setup.Load(&cfg); err != nil {
+	cfg := newConfig(&publicatie.Config{})
+	if err := setup.Load(cfg); err != nil {
 		return err
+	}
+	if err := cfg.pub.Validate(); err != nil {
+		return setup.Explain(err, cfg)
 	}
 	log := cfg.Logger(stderr)
 	cmd := ""
@@ -153,13 +153,14 @@ func door() string {
 	return os.Getenv("USER")
 }
 
-func (cfg config) overview() operate.OverviewConfig {
-	return operate.OverviewConfig{Excluded: []string(cfg.Excluded), FoutPolicy: handeling.FoutPolicy(cfg.FoutPolicy), Cluster: string(cfg.Cluster)}
+func (cfg *config) overview() operate.OverviewConfig {
+	p := cfg.pub.WithDefaults()
+	return operate.OverviewConfig{Excluded: p.Excluded, FoutPolicy: p.FoutPolicy, Cluster: p.Cluster}
 }
 
 // migrate runs without statement and lock timeouts: a migration may build an index on a large
 // table, and waits for a concurrent migrate's advisory lock.
-func migrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+func migrate(ctx context.Context, cfg *config, log *slog.Logger, stdout io.Writer) error {
 	session := cfg.Session(command)
 	session.StatementTimeout, session.LockTimeout = 0, 0
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, session, log)
@@ -184,7 +185,7 @@ const OperatorTimeout = 20 * time.Second
 
 // operator runs an operator command's f on the database, all of it within OperatorTimeout:
 // an operator waits for an answer, not for a database that is away.
-func operator(ctx context.Context, cfg config, log *slog.Logger, f func(context.Context, *sqlx.DB) error) error {
+func operator(ctx context.Context, cfg *config, log *slog.Logger, f func(context.Context, *sqlx.DB) error) error {
 	ctx, cancel := context.WithTimeout(ctx, OperatorTimeout)
 	defer cancel()
 	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
@@ -197,7 +198,7 @@ func operator(ctx context.Context, cfg config, log *slog.Logger, f func(context.
 
 // migrateStatus prints which migrations the database has, and any index an interrupted build
 // left invalid (the next migrate builds it again).
-func migrateStatus(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+func migrateStatus(ctx context.Context, cfg *config, log *slog.Logger, stdout io.Writer) error {
 	return operator(ctx, cfg, log, func(ctx context.Context, db *sqlx.DB) error {
 		return printMigrations(ctx, db, stdout)
 	})
@@ -254,7 +255,7 @@ func brokerCheck(d *broker.Dialer) func(context.Context) error {
 	}
 }
 
-func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	bcfg, err := cfg.Broker()
 	if err != nil {
 		return err
@@ -269,29 +270,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%w: BRP_DATABASE_URL: %s", setup.ErrConfig, dbsession.Redact(err.Error()))
 	}
-	pcfg := publicatie.Config{
-		Delay:             time.Duration(cfg.Delay),
-		Limit:             int(cfg.Limit),
-		MaxInLevering:     int(cfg.MaxInLevering),
-		ViewSize:          int(cfg.ViewSize),
-		ViewBytes:         int(cfg.ViewBytes),
-		PersonCap:         int(cfg.PersonCap),
-		Queue:             string(cfg.Queue),
-		Excluded:          cfg.Excluded,
-		FoutPolicy:        handeling.FoutPolicy(cfg.FoutPolicy),
-		Cluster:           string(cfg.Cluster),
-		Wartezeit:         time.Duration(cfg.Wartezeit),
-		Standalone:        bool(cfg.Standalone),
-		RedeliveryTimeout: time.Duration(cfg.Redelivery),
-		ListenURL:         listenDSN,
-		ListenDialer:      dbsession.ListenerDialer(session),
-		FixedDelay:        !bool(cfg.Wakeup),
-		Hooks: publicatie.Hooks{
-			AfterMark:         func(context.Context, []int64) error { fault.At("publicatie.after_mark"); return nil },
-			AfterBrokerCommit: func(context.Context, []int64) error { fault.At("publicatie.after_broker_commit"); return nil },
-			RoundCommitted:    func([]int64) { fault.At("publicatie.after_db_commit") },
-		},
-		Broker: bcfg,
+	pcfg := cfg.pub.WithDefaults()
+	pcfg.ListenURL, pcfg.ListenDialer, pcfg.Broker = listenDSN, dbsession.ListenerDialer(session), bcfg
+	pcfg.Hooks = publicatie.Hooks{
+		AfterMark:         func(context.Context, []int64) error { fault.At("publicatie.after_mark"); return nil },
+		AfterBrokerCommit: func(context.Context, []int64) error { fault.At("publicatie.after_broker_commit"); return nil },
+		RoundCommitted:    func([]int64) { fault.At("publicatie.after_db_commit") },
 	}
 	// The probe listener answers from the start: a liveness probe sees the process run while
 	// it waits for its database and broker.

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/operate"
+	"github.com/brp/levering/publicatie"
 )
 
 // The operator commands are tested in operate (CLI); here only that the binary reaches them
@@ -64,16 +68,29 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-// The environment's defaults are the contract's (handeling).
-func TestDefaultsAreTheContracts(t *testing.T) {
-	want := map[string]string{
-		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE":      handeling.PublicationQueue,
-		"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED":   handeling.InitieleVulling,
-		"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY": string(handeling.Strict),
-		"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER":    handeling.Cluster,
+// --help shows the defaults that the packages own: publicatie's (the contract's, in handeling)
+// and broker's, and the command's own from their tags.
+func TestHelpShowsThePackagesDefaults(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"--help"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
 	}
-	for _, d := range setup.DefaultsDiffer(config{}, want) {
-		t.Error(d)
+	for _, want := range []string{
+		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE " + handeling.PublicationQueue,
+		"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED " + handeling.InitieleVulling,
+		"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY " + string(handeling.Strict),
+		"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER " + handeling.Cluster,
+		"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES 32MiB",
+		"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT 10s",
+		"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP true",
+		"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE false",
+		"BRP_STOMP_HEARTBEAT " + broker.DefaultHeartBeat.String(),
+		"BRP_STOMP_TIMEOUT " + broker.DefaultOpTimeout.String(),
+		"BRP_HTTP_ADDR 127.0.0.1:9464",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
+			t.Errorf("--help shows no %q:\n%s", want, out.String())
+		}
 	}
 }
 
@@ -112,7 +129,7 @@ func TestSchemaCheckAndMigrateStatus(t *testing.T) {
 
 // Every numeric setting has an upper bound (a max tag, checked at start).
 func TestEveryNumericSettingHasABound(t *testing.T) {
-	if u := setup.Unbounded(config{}); len(u) > 0 {
+	if u := setup.Unbounded(newConfig(&publicatie.Config{})); len(u) > 0 {
 		t.Errorf("numeric settings without a max tag: %v", u)
 	}
 }

@@ -8,26 +8,21 @@ import (
 )
 
 // checkBounds enforces the max tag of every numeric setting in cfg (a pointer to a struct with
-// envconfig tags, embedded structs included): a count (max:"100000") or a duration
-// (max:"1h"). A value past it would not fail at start but later, or never work (a prefetch of
-// 2^63 is a channel that cannot be made): it is a bad value, exit 2 naming the variable.
+// envconfig tags, embedded structs included; a bound pointer counts as its value): a count
+// (max:"100000") or a duration (max:"1h"). A value past it would not fail at start but later,
+// or never work (a prefetch of 2^63 is a channel that cannot be made): it is a bad value,
+// exit 2 naming the variable.
 func checkBounds(cfg any) error {
-	return boundsOf(reflect.ValueOf(cfg).Elem())
-}
-
-func boundsOf(v reflect.Value) error {
-	t := v.Type()
-	for i := range t.NumField() {
-		f, fv := t.Field(i), v.Field(i)
-		if f.Anonymous && fv.Kind() == reflect.Struct {
-			if err := boundsOf(fv); err != nil {
-				return err
-			}
-			continue
-		}
+	for f, fv := range variables(reflect.ValueOf(cfg).Elem()) {
 		max, ok := f.Tag.Lookup("max")
 		name := f.Tag.Get("envconfig")
-		if !ok || name == "" {
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		}
+		if !ok {
 			continue
 		}
 		if d, err := time.ParseDuration(max); err == nil && fv.Kind() == reflect.Int64 {
@@ -47,10 +42,13 @@ func boundsOf(v reflect.Value) error {
 	return nil
 }
 
-// Numeric reports whether a field of a settings struct is numeric, so needs a max tag
-// (TestEveryNumericSettingHasABound).
-func Numeric(f reflect.StructField) bool {
-	switch f.Type.Kind() {
+// numeric reports whether a setting of type t (or what t points to) is numeric, so needs a
+// max tag (TestEveryNumericSettingHasABound).
+func numeric(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
 		return true
@@ -58,23 +56,14 @@ func Numeric(f reflect.StructField) bool {
 	return false
 }
 
-// Unbounded names the numeric settings of cfg (a struct with envconfig tags) that have no max
-// tag: each must have one.
+// Unbounded names the numeric settings of cfg (a pointer to a struct with envconfig tags)
+// that have no max tag: each must have one.
 func Unbounded(cfg any) []string {
 	var out []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Anonymous && f.Type.Kind() == reflect.Struct {
-				walk(f.Type)
-				continue
-			}
-			if _, ok := f.Tag.Lookup("max"); !ok && f.Tag.Get("envconfig") != "" && Numeric(f) {
-				out = append(out, f.Tag.Get("envconfig"))
-			}
+	for f := range variables(reflect.ValueOf(cfg).Elem()) {
+		if _, ok := f.Tag.Lookup("max"); !ok && numeric(f.Type) {
+			out = append(out, f.Tag.Get("envconfig"))
 		}
 	}
-	walk(reflect.TypeOf(cfg))
 	return out
 }

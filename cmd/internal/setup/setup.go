@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -27,23 +29,27 @@ import (
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
+	"github.com/brp/levering/internal/setting"
 )
 
-// Common holds the settings of both commands.
+// Common holds the settings of both commands. The defaults in its tags are the commands' own
+// (no package has them); settings whose defaults a package owns are pointers bound to that
+// package's Config, see BindBroker.
 type Common struct {
-	DatabaseURL    DatabaseURL `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
-	StompAddr      BrokerAddrs `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
-	StompLogin     string      `envconfig:"BRP_STOMP_LOGIN"`
-	StompPasscode  string      `envconfig:"BRP_STOMP_PASSCODE"`
-	StompHost      string      `envconfig:"BRP_STOMP_HOST"`
-	StompTLS       Bool        `envconfig:"BRP_STOMP_TLS" default:"false"`
-	StompTLSCA     string      `envconfig:"BRP_STOMP_TLS_CA"`
-	StompTLSCert   string      `envconfig:"BRP_STOMP_TLS_CERT"`
-	StompTLSKey    string      `envconfig:"BRP_STOMP_TLS_KEY"`
-	StompHeartbeat HeartBeat   `envconfig:"BRP_STOMP_HEARTBEAT" default:"5s" max:"10m"`
-	StompTimeout   Duration    `envconfig:"BRP_STOMP_TIMEOUT" default:"30s" max:"10m"`
-	LogFormat      LogFormat   `envconfig:"BRP_LOG_FORMAT" default:"auto"`
-	LogLevel       LogLevel    `envconfig:"BRP_LOG_LEVEL" default:"info" max:"8"` // a slog level: error is 8
+	DatabaseURL   DatabaseURL `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
+	StompAddr     BrokerAddrs `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
+	StompLogin    string      `envconfig:"BRP_STOMP_LOGIN"`
+	StompPasscode string      `envconfig:"BRP_STOMP_PASSCODE"`
+	StompHost     string      `envconfig:"BRP_STOMP_HOST"`
+	StompTLS      Bool        `envconfig:"BRP_STOMP_TLS" default:"false"`
+	StompTLSCA    string      `envconfig:"BRP_STOMP_TLS_CA"`
+	StompTLSCert  string      `envconfig:"BRP_STOMP_TLS_CERT"`
+	StompTLSKey   string      `envconfig:"BRP_STOMP_TLS_KEY"`
+	// Package broker owns these two defaults: BindBroker points them at a broker.Config.
+	StompHeartbeat *HeartBeat `envconfig:"BRP_STOMP_HEARTBEAT" max:"10m"`
+	StompTimeout   *Duration  `envconfig:"BRP_STOMP_TIMEOUT" max:"10m"`
+	LogFormat      LogFormat  `envconfig:"BRP_LOG_FORMAT" default:"auto"`
+	LogLevel       LogLevel   `envconfig:"BRP_LOG_LEVEL" default:"info" max:"8"` // a slog level: error is 8
 	// The bounds of every database session (package dbsession); 0 turns one off.
 	StatementTimeout Duration `envconfig:"BRP_DATABASE_STATEMENT_TIMEOUT" default:"30s" max:"24h"`
 	LockTimeout      Duration `envconfig:"BRP_DATABASE_LOCK_TIMEOUT" default:"5s" max:"1h"`
@@ -144,30 +150,85 @@ func Load(cfg any) error {
 }
 
 // Usage writes what a command's --help says: its usage line, then every variable of cfg (a
-// struct with envconfig tags) with its default, as envconfig knows them.
+// pointer to a struct with envconfig tags) with its default: the tag's, or, for a variable
+// bound to a package's Config, the value that Config holds (give Usage one with its defaults).
 func Usage(w io.Writer, usage string, cfg any) error {
 	fmt.Fprintf(w, "%s\n\nSettings (environment variables; docs/operations.md, Configuration, says what each means):\n\n", usage)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	err := envconfig.Usagef("", cfg, tw, "{{range .}}  {{usage_key .}}\t{{usage_default .}}\n{{end}}")
-	if err != nil {
-		return err
+	for f, v := range variables(reflect.ValueOf(cfg).Elem()) {
+		def, ok := f.Tag.Lookup("default")
+		if !ok && v.Kind() == reflect.Pointer && !v.IsNil() {
+			def = fmt.Sprint(v.Elem().Interface())
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", f.Tag.Get("envconfig"), def)
 	}
 	return tw.Flush()
 }
 
-// Broker turns the settings into a broker.Config.
+// variables yields the fields of v (a struct, embedded structs walked) that are variables:
+// those with an envconfig tag.
+func variables(v reflect.Value) iter.Seq2[reflect.StructField, reflect.Value] {
+	return func(yield func(reflect.StructField, reflect.Value) bool) {
+		var walk func(v reflect.Value) bool
+		walk = func(v reflect.Value) bool {
+			for i := range v.NumField() {
+				f, fv := v.Type().Field(i), v.Field(i)
+				if f.Anonymous && fv.Kind() == reflect.Struct {
+					if !walk(fv) {
+						return false
+					}
+					continue
+				}
+				if f.Tag.Get("envconfig") != "" && !yield(f, fv) {
+					return false
+				}
+			}
+			return true
+		}
+		walk(v)
+	}
+}
+
+// Explain turns a package's *setting.Error into an ErrConfig naming the variable of cfg (a
+// pointer to the command's settings struct) whose field has the Config field's name: a
+// variable bound to a package's Config field carries that field's name. Other errors pass
+// unchanged.
+func Explain(err error, cfg any) error {
+	var se *setting.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	for f := range variables(reflect.ValueOf(cfg).Elem()) {
+		if f.Name == se.Field {
+			name := f.Tag.Get("envconfig")
+			return fmt.Errorf("%w: %s=%q: %s", ErrConfig, name, dbsession.Redact(os.Getenv(name)), se.Expected)
+		}
+	}
+	return err
+}
+
+// BindBroker makes BRP_STOMP_HEARTBEAT and BRP_STOMP_TIMEOUT set b's HeartBeat and
+// OpTimeout: unset, they keep b's values (zero: package broker's defaults), and --help shows
+// them.
+func (c *Common) BindBroker(b *broker.Config) {
+	c.StompHeartbeat, c.StompTimeout = (*HeartBeat)(&b.HeartBeat), (*Duration)(&b.OpTimeout)
+}
+
+// Broker turns the settings into a broker.Config; HeartBeat and OpTimeout zero (package
+// broker's defaults) unless set.
 func (c Common) Broker() (broker.Config, error) {
 	cfg := broker.Config{
 		Addr:           string(c.StompAddr),
 		Login:          c.StompLogin,
 		Passcode:       c.StompPasscode,
 		Host:           c.StompHost,
-		HeartBeat:      time.Duration(c.StompHeartbeat),
-		OpTimeout:      time.Duration(c.StompTimeout),
 		TCPUserTimeout: time.Duration(c.TCPUserTimeout),
 	}
-	if cfg.HeartBeat == 0 {
-		cfg.HeartBeat = -1 // 0s in the environment means off
+	if c.StompHeartbeat != nil {
+		cfg.HeartBeat = time.Duration(*c.StompHeartbeat)
+	}
+	if c.StompTimeout != nil {
+		cfg.OpTimeout = time.Duration(*c.StompTimeout)
 	}
 	if (c.StompTLSCert == "") != (c.StompTLSKey == "") {
 		return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CERT and BRP_STOMP_TLS_KEY: expected both (a client certificate and its key) or neither", ErrConfig)

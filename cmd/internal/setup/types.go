@@ -29,6 +29,8 @@ func (m *Millis) Decode(v string) error {
 	return nil
 }
 
+func (m Millis) String() string { return time.Duration(m).String() }
+
 // Seconds is a positive duration given as bare seconds or a Go duration.
 type Seconds time.Duration
 
@@ -41,6 +43,8 @@ func (s *Seconds) Decode(v string) error {
 	*s = Seconds(d)
 	return nil
 }
+
+func (s Seconds) String() string { return time.Duration(s).String() }
 
 // Duration is a non-negative Go duration (0 allowed).
 type Duration time.Duration
@@ -55,6 +59,8 @@ func (d *Duration) Decode(v string) error {
 	return nil
 }
 
+func (d Duration) String() string { return time.Duration(d).String() }
+
 // HeartBeat is a STOMP heart-beat interval: 0 (off) or a duration of at least 500 ms, the
 // shortest that brokers accept (ActiveMQ Artemis raises anything below it).
 type HeartBeat time.Duration
@@ -65,9 +71,14 @@ func (h *HeartBeat) Decode(v string) error {
 	if err != nil || x < 0 || (x > 0 && x < 500*time.Millisecond) {
 		return fmt.Errorf("expected 0s (off) or a duration of at least 500ms such as 5s")
 	}
+	if x == 0 {
+		x = -1 // package broker's off: its zero is the default
+	}
 	*h = HeartBeat(x)
 	return nil
 }
+
+func (h HeartBeat) String() string { return time.Duration(max(h, 0)).String() }
 
 func parseDuration(v string, unit time.Duration) (time.Duration, error) {
 	v = strings.TrimSpace(v)
@@ -116,6 +127,15 @@ func (b *Bytes) Decode(v string) error {
 	return nil
 }
 
+func (b Bytes) String() string {
+	for _, u := range []int{2, 1, 0} { // GiB, MiB, KiB: the largest that divides
+		if b > 0 && int(b)%byteUnits[u].n == 0 {
+			return strconv.Itoa(int(b)/byteUnits[u].n) + byteUnits[u].suffix
+		}
+	}
+	return strconv.Itoa(int(b))
+}
+
 // Bool is true or false (also 1/0, yes/no).
 type Bool bool
 
@@ -129,6 +149,32 @@ func (b *Bool) Decode(v string) error {
 	default:
 		return fmt.Errorf("expected true or false")
 	}
+	return nil
+}
+
+// Not is a Bool stored negated, for a variable that says yes where the Config field says no
+// (BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=true is publicatie.Config.FixedDelay false).
+type Not bool
+
+// Decode implements envconfig.Decoder.
+func (n *Not) Decode(v string) error {
+	var b Bool
+	err := b.Decode(v)
+	*n = Not(!b)
+	return err
+}
+
+func (n Not) String() string { return strconv.FormatBool(!bool(n)) }
+
+// Name is a non-empty name.
+type Name string
+
+// Decode implements envconfig.Decoder.
+func (n *Name) Decode(v string) error {
+	if v = strings.TrimSpace(v); v == "" {
+		return fmt.Errorf("expected a non-empty name")
+	}
+	*n = Name(v)
 	return nil
 }
 
@@ -191,6 +237,8 @@ func (l *List) Decode(v string) error {
 	*l = out
 	return nil
 }
+
+func (l List) String() string { return strings.Join(l, ",") }
 
 // LogFormat is json, text or auto (text on a terminal, else json).
 type LogFormat string
