@@ -148,20 +148,11 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	defer tx.Rollback() //nolint:errcheck // read-only
 
 	excluded := pq.Array(cfg.Excluded)
-	// Backlog, in_levering and fout use the partial indexes. The geleverd count is the one
-	// exact count over the delivered history: a (parallel) sequential scan of admhnd, O(table
-	// size), paid on every overview, i.e. every 5 s per open status page. Measured: 120 ms for
-	// 2 million rows, so several seconds at 100 million.
-	err = tx.QueryRowxContext(ctx, `
-		select now(),
-		       (select count(*) from admhnd where `+handeling.ToDeliverSQL("$1")+`),
-		       (select count(*) from admhnd where statuslev = `+handeling.InLeveringSQL+`),
-		       (select count(*) from admhnd where statuslev = `+handeling.FoutSQL+`),
-		       (select count(*) from admhnd where statuslev = `+handeling.GeleverdSQL+`)`, excluded).
-		Scan(&o.GeneratedAt, &o.Backlog, &o.InLevering, &o.Fout, &o.Geleverd)
+	n, err := handeling.ReadCounts(ctx, tx, cfg.Excluded, true)
 	if err != nil {
-		return o, fmt.Errorf("overview: counts: %w", err)
+		return o, fmt.Errorf("overview: %w", err)
 	}
+	o.GeneratedAt, o.Backlog, o.InLevering, o.Fout, o.Geleverd = n.At, n.Backlog, n.InLevering, n.Fout, n.Geleverd
 
 	// Deliveries per minute. Without an index on tslev this is a sequential scan of admhnd too
 	// (100 ms for 2 million rows); with an index on admhnd (tslev) where statuslev = 'geleverd'

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/handeling"
@@ -135,28 +134,16 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ch <- prometheus.MustNewConstMetric(c.maxInLev, prometheus.GaugeValue, float64(c.maxInLevering))
-	var backlog, inLev, fout, unreleased int64
-	var oldest float64
-	err := c.db.QueryRowxContext(ctx, backlogSQL, pq.Array(c.excluded)).Scan(&backlog, &inLev, &fout, &unreleased, &oldest)
+	n, err := handeling.ReadCounts(ctx, c.db, c.excluded, false)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(backlog))
-	ch <- prometheus.MustNewConstMetric(c.inLev, prometheus.GaugeValue, float64(inLev))
-	ch <- prometheus.MustNewConstMetric(c.fout, prometheus.GaugeValue, float64(fout))
-	ch <- prometheus.MustNewConstMetric(c.unreleased, prometheus.GaugeValue, float64(unreleased))
-	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest)
+	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n.Backlog))
+	ch <- prometheus.MustNewConstMetric(c.inLev, prometheus.GaugeValue, float64(n.InLevering))
+	ch <- prometheus.MustNewConstMetric(c.fout, prometheus.GaugeValue, float64(n.Fout))
+	ch <- prometheus.MustNewConstMetric(c.unreleased, prometheus.GaugeValue, float64(n.FoutUnreleased))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, n.OldestAge)
 }
 
-// backlogSQL is the scrape's one statement; $1 are the excluded soorten.
-var backlogSQL = `select
-		(select count(*) from admhnd where ` + handeling.ToDeliverSQL("$1") + `),
-		(select count(*) from admhnd where statuslev = ` + handeling.InLeveringSQL + `),
-		(select count(*) from admhnd where statuslev = ` + handeling.FoutSQL + `),
-		(select count(*) from admhnd where statuslev = ` + handeling.FoutSQL + ` and vrijgegeven is null),
-		coalesce(extract(epoch from now() - (
-			select min(tsreg) from admhnd
-			where (` + handeling.ToDeliverSQL("$1") + `) or statuslev = ` + handeling.InLeveringSQL + `
-		))::float8, 0)`
