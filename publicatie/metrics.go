@@ -146,4 +146,3 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.unreleased, prometheus.GaugeValue, float64(n.FoutUnreleased))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, n.OldestAge)
 }
-
