@@ -20,7 +20,6 @@ import (
 	"github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
 
-	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/tcp"
 )
 
@@ -112,15 +111,14 @@ func IsText(body []byte) bool {
 // Message is one outgoing persistent message.
 //
 // It is sent without a content-length header, which is what makes ActiveMQ (Artemis
-// documents the same rule) hand it to a JMS client as a TextMessage, with admhnd-id a string
-// property; with content-length it delivers a BytesMessage (scenarios/jms_test.go). Its Body
+// documents the same rule) hand it to a JMS client as a TextMessage, with its headers string
+// properties; with content-length it delivers a BytesMessage (scenarios/jms_test.go). Its Body
 // must therefore be text (IsText), unless Binary.
 type Message struct {
 	Destination string
-	// AdmhndID becomes the admhnd-id header, the afnemers' dedup key.
-	AdmhndID int64
-	Body     []byte
-	// Header holds extra headers (for example the reason a message was set aside).
+	Body        []byte
+	// Header holds the message's headers (the handeling's id, the reason a message was set
+	// aside); persistent is always sent.
 	Header map[string]string
 	// Binary sends Body with a content-length header, as bytes (a JMS BytesMessage): only
 	// for a body that is not text, such as an unreadable publication set aside as it came.
@@ -129,9 +127,9 @@ type Message struct {
 
 // checkText returns ErrNotText, naming the first message whose body is not text.
 func checkText(msgs []Message) error {
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if !m.Binary && !IsText(m.Body) {
-			return fmt.Errorf("%w: admhnd-id %d to %s", ErrNotText, m.AdmhndID, m.Destination)
+			return fmt.Errorf("%w: message %d of %d to %s", ErrNotText, i+1, len(msgs), m.Destination)
 		}
 	}
 	return nil
@@ -307,7 +305,6 @@ func (c *Conn) guard(ctx context.Context, what string, fn func() error) error {
 func sendOpts(m Message) []func(*frame.Frame) error {
 	opts := []func(*frame.Frame) error{
 		stomp.SendOpt.Header("persistent", "true"),
-		stomp.SendOpt.Header(handeling.IDHeader, strconv.FormatInt(m.AdmhndID, 10)),
 	}
 	for k, v := range m.Header {
 		opts = append(opts, stomp.SendOpt.Header(k, v))
@@ -371,9 +368,6 @@ type Subscription struct {
 type Delivery struct {
 	// MessageID is the broker's message-id header.
 	MessageID string
-	// AdmhndID is the admhnd-id header as a number; 0 when it is missing or not a number
-	// (Header("admhnd-id") returns it as it was sent).
-	AdmhndID int64
 	// Body is the message body.
 	Body []byte
 
@@ -453,8 +447,7 @@ func (s *Subscription) pump(in <-chan *stomp.Message) {
 		case m.Err != nil:
 			err = m.Err
 		default:
-			id, _ := strconv.ParseInt(m.Header.Get(handeling.IDHeader), 10, 64)
-			s.c <- &Delivery{MessageID: m.Header.Get(frame.MessageId), AdmhndID: id, Body: m.Body, msg: m}
+			s.c <- &Delivery{MessageID: m.Header.Get(frame.MessageId), Body: m.Body, msg: m}
 		}
 	}
 	if err == nil {

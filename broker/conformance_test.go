@@ -31,6 +31,7 @@ import (
 	"github.com/go-stomp/stomp/v3"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 )
 
@@ -129,7 +130,7 @@ func dial(t *testing.T, tg target) *broker.Conn {
 func newQueue(t *testing.T) string { return "/queue/conformance." + brptest.Name(t) }
 
 func msg(q string, id int64) broker.Message {
-	return broker.Message{Destination: q, AdmhndID: id, Body: body(id)}
+	return broker.Message{Destination: q, Header: handeling.IDHeaders(id), Body: body(id)}
 }
 
 func body(id int64) []byte { return fmt.Appendf(nil, `{"admhnd":%d,"naam":"Zoë"}`, id) }
@@ -237,7 +238,7 @@ func ack(t *testing.T, s *broker.Subscription, m *broker.Delivery) {
 	}
 }
 
-func admhnd(m *broker.Delivery) int64 { return m.AdmhndID }
+func admhnd(m *broker.Delivery) int64 { return handeling.ParseID(m.Header(handeling.IDHeader)) }
 
 func admhnds(ms []*broker.Delivery) []int64 {
 	var ids []int64
@@ -277,7 +278,7 @@ func testPersistentSend(t *testing.T, tg target) {
 	c := dial(t, tg)
 	custom := "reden: ongeldige JSON\\n op regel 1\nen 2, ë"
 	m := msg(q, 1)
-	m.Header = map[string]string{"brp-test": custom}
+	m.Header["brp-test"] = custom
 	send(t, c, m)
 
 	s := subscribe(t, dial(t, tg), q, 1)
@@ -612,7 +613,7 @@ func testPrefetchOne(t *testing.T, tg target) {
 func testDeadLetter(t *testing.T, tg target) {
 	q := newQueue(t)
 	dlq := q + ".dlq"
-	bad := broker.Message{Destination: q, AdmhndID: 7, Body: []byte("geen JSON")}
+	bad := broker.Message{Destination: q, Header: handeling.IDHeaders(7), Body: []byte("geen JSON")}
 	send(t, dial(t, tg), bad)
 
 	recv := dial(t, tg)
@@ -624,8 +625,8 @@ func testDeadLetter(t *testing.T, tg target) {
 	}
 	reason := "invalid publication: invalid character 'g' looking for beginning of value"
 	origID := m.MessageID
-	if err := sendConn.Send(context.Background(), broker.Message{Destination: dlq, AdmhndID: admhnd(m), Body: m.Body,
-		Header: map[string]string{"brp-reason": reason, "brp-original-message-id": origID}}); err != nil {
+	if err := sendConn.Send(context.Background(), broker.Message{Destination: dlq, Body: m.Body,
+		Header: map[string]string{handeling.IDHeader: m.Header(handeling.IDHeader), "brp-reason": reason, "brp-original-message-id": origID}}); err != nil {
 		t.Fatalf("send to the DLQ: %v", err)
 	}
 	ack(t, s, m)
@@ -659,11 +660,11 @@ func testTextAndBinary(t *testing.T, tg target) {
 	q := newQueue(t)
 	c := dial(t, tg)
 	raw := []byte("{\"id\": 3, \"x\": \"\xff\x00\xfe\"}\x00tail")
-	err := c.Send(context.Background(), msg(q, 1), broker.Message{Destination: q, AdmhndID: 2, Body: raw})
+	err := c.Send(context.Background(), msg(q, 1), broker.Message{Destination: q, Header: handeling.IDHeaders(2), Body: raw})
 	if !errors.Is(err, broker.ErrNotText) {
 		t.Fatalf("send of a body that is not text: %v, want ErrNotText", err)
 	}
-	send(t, c, msg(q, 1), broker.Message{Destination: q, AdmhndID: 2, Body: raw, Binary: true}, msg(q, 3))
+	send(t, c, msg(q, 1), broker.Message{Destination: q, Header: handeling.IDHeaders(2), Body: raw, Binary: true}, msg(q, 3))
 
 	s := subscribe(t, dial(t, tg), q, 10)
 	text := next(t, s, "text message")

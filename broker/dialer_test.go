@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 )
 
@@ -76,7 +77,7 @@ func TestLostNodeIsTriedLast(t *testing.T) {
 	}
 	a.Cut()
 	defer a.Heal()
-	if err := c.Send(ctx, broker.Message{Destination: "/queue/test." + brptest.Name(t), AdmhndID: 1, Body: []byte(`{}`)}); err == nil {
+	if err := c.Send(ctx, broker.Message{Destination: "/queue/test." + brptest.Name(t), Header: handeling.IDHeaders(1), Body: []byte(`{}`)}); err == nil {
 		t.Fatal("send through the cut node succeeded")
 	}
 	d.Lost(c)

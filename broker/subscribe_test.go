@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 )
 
@@ -18,7 +19,7 @@ func TestAcksDoNotWaitBehindPrefetchedMessages(t *testing.T) {
 	q := "/queue/test." + brptest.Name(t)
 	msgs := make([]broker.Message, 100)
 	for i := range msgs {
-		msgs[i] = broker.Message{AdmhndID: int64(i + 1), Body: []byte(`{}`)}
+		msgs[i] = broker.Message{Header: handeling.IDHeaders(int64(i + 1)), Body: []byte(`{}`)}
 	}
 	brptest.Publish(t, q, msgs...)
 	cfg := brptest.Broker()

@@ -4,11 +4,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // IDHeader is the header that carries a handeling's id on the publication and verzending
 // queues: the afnemers' dedup key (CONTRACT.md section 3).
 const IDHeader = "admhnd-id"
+
+// IDHeaders returns a message's headers for handeling id: {IDHeader: id}.
+func IDHeaders(id int64) map[string]string {
+	return map[string]string{IDHeader: strconv.FormatInt(id, 10)}
+}
+
+// ParseID reads an IDHeader value: 0 when it is empty or not a number.
+func ParseID(v string) int64 {
+	id, _ := strconv.ParseInt(v, 10, 64)
+	return id
+}
 
 // Publication is the body of a message on the publication queue (CONTRACT.md section 3):
 // the handeling and all of its persons.

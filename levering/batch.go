@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 )
 
 // The steps of a batch, as logs and readiness name them.
@@ -34,7 +35,7 @@ func (b *batch) begin(msgs []*broker.Delivery) {
 	b.mu.Lock()
 	b.admhnd = b.admhnd[:0]
 	for _, m := range msgs {
-		b.admhnd = append(b.admhnd, m.AdmhndID)
+		b.admhnd = append(b.admhnd, handeling.ParseID(m.Header(handeling.IDHeader)))
 	}
 	b.mu.Unlock()
 	b.size.Store(int64(len(msgs)))

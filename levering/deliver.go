@@ -156,7 +156,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 		if err != nil {
 			return nil, fmt.Errorf("encode verzending %d: %w", id, err)
 		}
-		msgs = append(msgs, broker.Message{Destination: c.cfg.VerzendingQueue, AdmhndID: id, Body: body})
+		msgs = append(msgs, broker.Message{Destination: c.cfg.VerzendingQueue, Header: handeling.IDHeaders(id), Body: body})
 		sent = append(sent, id)
 	}
 	b.at(stepVerzending)

@@ -151,17 +151,17 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 // the reason, so that it is acknowledged instead of crash-looping. Its body goes as it came:
 // as bytes when it is not text.
 func (c *Consumer) park(ctx context.Context, m *broker.Delivery, send *broker.Conn, reason string) error {
-	id := m.AdmhndID
-	c.log.Error("publication set aside", slog.Int64("admhnd_id", id), slog.String("message_id", m.MessageID),
+	id := m.Header(handeling.IDHeader)
+	c.log.Error("publication set aside", slog.Int64("admhnd_id", handeling.ParseID(id)), slog.String("message_id", m.MessageID),
 		slog.String("reason", reason), slog.String("dead_letter_queue", c.cfg.DeadLetterQueue))
 	err := send.Send(ctx, broker.Message{
 		Destination: c.cfg.DeadLetterQueue,
-		AdmhndID:    id,
 		Body:        m.Body,
 		Binary:      !broker.IsText(m.Body),
 		Header: map[string]string{
 			"brp-reason":              reason,
 			"brp-original-message-id": m.MessageID,
+			handeling.IDHeader:        id, // as it came, whatever it holds
 		},
 	})
 	if err != nil {

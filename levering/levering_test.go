@@ -48,7 +48,7 @@ func start(t *testing.T) *env {
 
 func publication(id int64, personen ...int64) broker.Message {
 	body, _ := json.Marshal(map[string]any{"id": id, "personen": personen})
-	return broker.Message{AdmhndID: id, Body: body}
+	return broker.Message{Header: handeling.IDHeaders(id), Body: body}
 }
 
 func insert(t *testing.T, db *sqlx.DB, status string, hs ...load.Handeling) {
@@ -149,12 +149,12 @@ func TestBadInputIsSetAside(t *testing.T) {
 	notUTF8 := []byte("{\"id\": 11, \"personen\": [110], \"x\": \"\xff\"}")
 	withNUL := []byte("{\"id\": 11, \"personen\": [110], \"x\": \"\x00\"}")
 	brptest.Publish(t, e.q.Publicatie,
-		broker.Message{AdmhndID: 1, Body: []byte("not json")},
-		broker.Message{AdmhndID: 2, Body: []byte(`{"id": "two", "personen": []}`)},
-		broker.Message{AdmhndID: 3, Body: []byte(`{"personen": [1]}`)},
-		broker.Message{AdmhndID: 4, Body: []byte(`{"id": 4, "personen": [987654321.5]}`)},
-		broker.Message{AdmhndID: 11, Body: notUTF8, Binary: true},
-		broker.Message{AdmhndID: 11, Body: withNUL, Binary: true},
+		broker.Message{Header: handeling.IDHeaders(1), Body: []byte("not json")},
+		broker.Message{Header: handeling.IDHeaders(2), Body: []byte(`{"id": "two", "personen": []}`)},
+		broker.Message{Header: handeling.IDHeaders(3), Body: []byte(`{"personen": [1]}`)},
+		broker.Message{Header: handeling.IDHeaders(4), Body: []byte(`{"id": 4, "personen": [987654321.5]}`)},
+		broker.Message{Header: handeling.IDHeaders(11), Body: notUTF8, Binary: true},
+		broker.Message{Header: handeling.IDHeaders(11), Body: withNUL, Binary: true},
 		publication(999, 1), // unknown id
 		publication(10, 100),
 	)

@@ -149,7 +149,7 @@ func (p *Publisher) mark(ctx context.Context, r *round) (err error) {
 			if err != nil {
 				return fmt.Errorf("encode publication %d: %w", c.ID, err)
 			}
-			r.msgs = append(r.msgs, broker.Message{Destination: p.cfg.Queue, AdmhndID: c.ID, Body: body})
+			r.msgs = append(r.msgs, broker.Message{Destination: p.cfg.Queue, Header: handeling.IDHeaders(c.ID), Body: body})
 			r.sent = append(r.sent, c.ID)
 		}
 	}

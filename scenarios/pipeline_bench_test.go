@@ -623,7 +623,7 @@ func (pb *pipelineBench) prefill(b *testing.B, queue string, n int) {
 	var msgs []broker.Message
 	for i := 1; i <= n; i++ {
 		body, _ := json.Marshal(handeling.Publication{ID: int64(i), Personen: []int64{int64(1 + i%pb.size.personen)}})
-		msgs = append(msgs, broker.Message{Destination: queue, AdmhndID: int64(i), Body: body})
+		msgs = append(msgs, broker.Message{Destination: queue, Header: handeling.IDHeaders(int64(i)), Body: body})
 		if len(msgs) == 100 || i == n {
 			if err := conn.Send(context.Background(), msgs...); err != nil {
 				b.Fatal(err)
@@ -706,7 +706,7 @@ func rawWorker(ctx context.Context, db *sqlx.DB, sub *broker.Subscription, msgs 
 		var out []broker.Message
 		for _, row := range rows {
 			body, _ := json.Marshal(levering.Verzending{ID: row.ID, Soort: row.Soort, Tsreg: row.Tsreg, Tslev: row.Tslev, Personen: pubs[row.ID].Personen})
-			out = append(out, broker.Message{Destination: qout, AdmhndID: row.ID, Body: body})
+			out = append(out, broker.Message{Destination: qout, Header: handeling.IDHeaders(row.ID), Body: body})
 		}
 		// One message with a receipt, or one STOMP transaction committed with a receipt.
 		if err := send.Send(ctx, out...); err != nil {

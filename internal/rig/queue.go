@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 )
 
 // Received is one message read back from a queue.
@@ -83,7 +84,7 @@ func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
 			if !ok {
 				return
 			}
-			rec := Received{AdmhndID: m.AdmhndID, MessageID: m.MessageID, Header: m.Headers(), Body: m.Body}
+			rec := Received{AdmhndID: handeling.ParseID(m.Header(handeling.IDHeader)), MessageID: m.MessageID, Header: m.Headers(), Body: m.Body}
 			r.mu.Lock()
 			r.got = append(r.got, rec)
 			r.mu.Unlock()
@@ -152,7 +153,7 @@ func Drain(ctx context.Context, cfg broker.Config, queue string, want int) ([]in
 			if !ok {
 				return ids, sub.Err()
 			}
-			ids = append(ids, m.AdmhndID)
+			ids = append(ids, handeling.ParseID(m.Header(handeling.IDHeader)))
 			if err := sub.Ack(ctx, m); err != nil {
 				return ids, fmt.Errorf("rig: drain %s: %w", queue, err)
 			}
