@@ -306,3 +306,15 @@ func RunBad(t testing.TB, bin, name, value string, args ...string) (int, string)
 	}
 	return code, stderr.String()
 }
+
+// HelpShows fails the test for each of want ("VARIABLE default") that a command's --help
+// output does not show (runs of spaces between a variable and its default count as one).
+func HelpShows(t testing.TB, help string, want ...string) {
+	t.Helper()
+	flat := strings.Join(strings.Fields(help), " ")
+	for _, w := range want {
+		if !strings.Contains(flat, w) {
+			t.Errorf("--help shows no %q:\n%s", w, help)
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // BrokerNodes are the two ActiveMQ brokers of a high availability topology of a test's own
-// (scripts/services.sh up-amq-pair or up-amq-network), stopped when the test ends.
+// (package stack: up-amq-pair or up-amq-network), stopped when the test ends.
 type BrokerNodes struct {
 	s *Services
 	// A and B are the nodes' STOMP addresses (host:port); A is the master of a pair.
@@ -28,7 +28,8 @@ func PrivateBrokerPair(t testing.TB) *BrokerNodes {
 	t.Helper()
 	a, b := freePort(t), freePort(t)
 	n := &BrokerNodes{kind: "pair", A: "127.0.0.1:" + strconv.Itoa(a), B: "127.0.0.1:" + strconv.Itoa(b)}
-	n.s = newPrivate(t, "BRP_DEV_PAIR_STOMP_PORT_A="+strconv.Itoa(a), "BRP_DEV_PAIR_STOMP_PORT_B="+strconv.Itoa(b))
+	n.s = newPrivate(t)
+	n.s.cfg.PairPortA, n.s.cfg.PairPortB = a, b
 	n.s.run("up-amq-pair")
 	return n
 }
@@ -39,8 +40,8 @@ func PrivateBrokerNetwork(t testing.TB) *BrokerNodes {
 	t.Helper()
 	a, b := freePort(t), freePort(t)
 	n := &BrokerNodes{kind: "network", A: "127.0.0.1:" + strconv.Itoa(a), B: "127.0.0.1:" + strconv.Itoa(b)}
-	n.s = newPrivate(t, "BRP_DEV_NET_STOMP_PORT_A="+strconv.Itoa(a), "BRP_DEV_NET_STOMP_PORT_B="+strconv.Itoa(b),
-		"BRP_DEV_NET_OPENWIRE_PORT_A="+strconv.Itoa(freePort(t)), "BRP_DEV_NET_OPENWIRE_PORT_B="+strconv.Itoa(freePort(t)))
+	n.s = newPrivate(t)
+	n.s.cfg.NetPortA, n.s.cfg.NetPortB, n.s.cfg.NetOpenWireA, n.s.cfg.NetOpenWireB = a, b, freePort(t), freePort(t)
 	n.s.run("up-amq-network")
 	return n
 }
@@ -65,7 +66,7 @@ func (n *BrokerNodes) Kill(node string) {
 }
 
 // ReplicatedDB is a PostgreSQL primary with a streaming hot standby of a test's own
-// (scripts/services.sh up-db and up-pg-standby), and the one endpoint through which the
+// (package stack: up-db and up-pg-standby), and the one endpoint through which the
 // service reaches whichever of them is the primary: a fault proxy, like a virtual IP or
 // HAProxy in front of a Patroni cluster. The standby streams through a fault proxy of its own,
 // so that a test can cut replication.
@@ -84,16 +85,13 @@ type ReplicatedDB struct {
 func PrivateReplicatedDB(t testing.TB, sync bool) *ReplicatedDB {
 	t.Helper()
 	r := &ReplicatedDB{StandbyPort: freePort(t)}
-	r.s = newPrivate(t, "BRP_DEV_PG_STANDBY_PORT="+strconv.Itoa(r.StandbyPort))
+	r.s = newPrivate(t)
+	r.s.cfg.StandbyPort = r.StandbyPort
 	r.s.run("up-db")
 	primary := "127.0.0.1:" + strconv.Itoa(r.s.PGPort)
 	r.Replication = NewProxy(t, primary)
 	r.Endpoint = NewProxy(t, primary)
-	mode := "off"
-	if sync {
-		mode = "on"
-	}
-	r.s.env = append(r.s.env, "BRP_DEV_PG_REPLICATION_ADDR="+r.Replication.Addr(), "BRP_DEV_PG_SYNC="+mode)
+	r.s.cfg.ReplicationAddr, r.s.cfg.PGAsync = r.Replication.Addr(), !sync
 	r.s.run("up-pg-standby")
 	return r
 }

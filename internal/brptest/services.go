@@ -1,11 +1,11 @@
 package brptest
 
 import (
-	"fmt"
+	"context"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,15 +17,17 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/rig"
+	"github.com/brp/levering/internal/stack"
 )
 
 // Services is a PostgreSQL and a broker of one test's own, for scenarios that restart them
 // (restarting the shared ones would break every test running beside it).
 type Services struct {
 	t         testing.TB
-	env       []string
+	cfg       stack.Config
 	dir       string
 	rabbit    bool
+	log       strings.Builder
 	PGPort    int
 	StompPort int
 	// OpenWirePort is the broker's OpenWire listener (PrivateJMSServices), 0 when it has none.
@@ -101,9 +103,9 @@ func PrivateServices(t testing.TB) *Services {
 // broker has only STOMP, and is not restarted for one test.
 func PrivateJMSServices(t testing.TB) *Services {
 	t.Helper()
-	port := freePort(t)
-	s := newPrivate(t, "BRP_DEV_OPENWIRE_PORT="+strconv.Itoa(port))
-	s.OpenWirePort = port
+	s := newPrivate(t)
+	s.OpenWirePort = freePort(t)
+	s.cfg.OpenWirePort = s.OpenWirePort
 	s.run("up")
 	return s
 }
@@ -119,8 +121,7 @@ func privateServices(t testing.TB, rabbit bool) *Services {
 	s.rabbit = rabbit
 	if rabbit {
 		s.StompPort = freePort(t)
-		s.env = append(s.env, "BRP_DEV_RABBIT_STOMP_PORT="+strconv.Itoa(s.StompPort),
-			"BRP_DEV_RABBIT_DIST_PORT="+strconv.Itoa(freePort(t)), "BRP_DEV_RABBIT_EPMD_PORT="+strconv.Itoa(freePort(t)))
+		s.cfg.RabbitStompPort, s.cfg.RabbitDistPort, s.cfg.RabbitEPMDPort = s.StompPort, freePort(t), freePort(t)
 	}
 	s.run("up")
 	if rabbit {
@@ -129,16 +130,13 @@ func privateServices(t testing.TB, rabbit bool) *Services {
 	return s
 }
 
-// newPrivate prepares scripts/services.sh for a test of its own: a run directory of its own,
-// PostgreSQL and ActiveMQ on free ports, env (settings of services.sh) added; it starts
-// nothing, and stops everything (services.sh down) and removes the directory when the test
-// ends.
-func newPrivate(t testing.TB, env ...string) *Services {
+// newPrivate prepares services for a test of its own (package stack): a run directory of its
+// own, PostgreSQL and ActiveMQ on free ports; it starts nothing, and stops everything (down)
+// and removes the directory when the test ends.
+func newPrivate(t testing.TB) *Services {
 	dir := filepath.Join(repoDir(), ".run", "private", Name(t))
 	s := &Services{t: t, dir: dir, PGPort: freePort(t), StompPort: freePort(t)}
-	s.env = append(os.Environ(), "BRP_RUN_DIR="+dir,
-		"BRP_DEV_PG_PORT="+strconv.Itoa(s.PGPort), "BRP_DEV_STOMP_PORT="+strconv.Itoa(s.StompPort))
-	s.env = append(s.env, env...)
+	s.cfg = stack.Config{RunDir: dir, PGPort: s.PGPort, StompPort: s.StompPort, Log: &s.log}
 	t.Cleanup(func() {
 		s.run("down")
 		_ = os.RemoveAll(dir)
@@ -146,25 +144,28 @@ func newPrivate(t testing.TB, env ...string) *Services {
 	return s
 }
 
+// run runs a command of package stack on the test's services; its progress lines are in the
+// failure message.
 func (s *Services) run(cmd string) {
 	s.t.Helper()
-	c := exec.Command(filepath.Join(repoDir(), "scripts", "services.sh"), cmd)
-	c.Env = s.env
-	if out, err := c.CombinedOutput(); err != nil {
-		s.t.Fatalf("services.sh %s: %v\n%s", cmd, err, out)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s.log.Reset()
+	if err := stack.Run(ctx, s.cfg, cmd, io.Discard); err != nil {
+		s.t.Fatalf("services %s: %v\n%s", cmd, err, s.log.String())
 	}
 }
 
 // DatabaseURL is the private server's URL.
 func (s *Services) DatabaseURL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/brp?sslmode=disable", s.PGPort)
+	return stack.DatabaseURL(s.PGPort)
 }
 
 // Broker is the private broker.
 func (s *Services) Broker() broker.Config {
 	b := Broker()
 	if s.rabbit {
-		b.Login, b.Passcode, b.Host = "brp", "brp", "/" // what services.sh up-rabbitmq creates
+		b.Login, b.Passcode, b.Host = stack.RabbitUser, stack.RabbitPass, stack.RabbitVhost
 	}
 	b.Addr = "127.0.0.1:" + strconv.Itoa(s.StompPort)
 	return b

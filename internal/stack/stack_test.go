@@ -1,0 +1,73 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFromEnv(t *testing.T) {
+	t.Setenv("BRP_DEV_PG_PORT", "55999")
+	t.Setenv("BRP_DEV_PG_SYNC", "off")
+	c, err := FromEnv("/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.withDefaults()
+	if c.RunDir != "/repo/.run" || c.PGPort != 55999 || c.StompPort != 61613 || !c.PGAsync || c.ReplicationAddr != "127.0.0.1:55999" {
+		t.Errorf("FromEnv: %+v", c)
+	}
+	for name, bad := range map[string]string{"BRP_DEV_STOMP_PORT": "x", "BRP_DEV_PG_SYNC": "maybe", "BRP_DEV_RABBIT_EPMD_PORT": "70000"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, bad)
+			if _, err := FromEnv("/repo"); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%s: %v, want an error naming it", name, bad, err)
+			}
+		})
+	}
+}
+
+// The network's brokers get the bridge, advisories on and the audit off; a broker with only an
+// OpenWire port gets the listener alone; the default broker the file as it is.
+func TestActiveMQConfiguration(t *testing.T) {
+	s := &stack{cfg: Config{RunDir: t.TempDir(), OpenWirePort: 61999}.withDefaults()}
+	for _, c := range []struct {
+		node          *amqNode
+		want, wantNot []string
+	}{
+		{s.netNode("b"), []string{"networkConnector", `name="openwire"`, `advisorySupport="true"`, `enableAudit="false"`}, []string{`advisorySupport="false"`}},
+		{s.amq(), []string{`name="openwire"`, `advisorySupport="false"`}, []string{"networkConnector"}},
+		{s.pairNode("a"), []string{`advisorySupport="false"`}, []string{"networkConnector", `name="openwire"`}},
+	} {
+		if err := os.MkdirAll(c.node.conf(), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.node.writeConf(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(c.node.conf(), "activemq.xml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s: no %s", c.node.base, w)
+			}
+		}
+		for _, w := range c.wantNot {
+			if strings.Contains(string(b), w) {
+				t.Errorf("%s: %s", c.node.base, w)
+			}
+		}
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	err := Run(context.Background(), Config{RunDir: t.TempDir()}, "frobnicate", nil)
+	if !errors.Is(err, ErrUsage) {
+		t.Errorf("Run(frobnicate) = %v, want ErrUsage", err)
+	}
+}
