@@ -7,15 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/cmd/internal/setup"
-	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/levering"
 	"github.com/brp/levering/schema"
@@ -60,16 +56,7 @@ func newConfig(lev *levering.Config) *config {
 	return c
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	setup.OneThread()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "mutatielevering: %s\n", dbsession.Redact(err.Error())) // no secret, whatever the error quotes
-	}
-	os.Exit(exitCode(err))
-}
+func main() { setup.Main("mutatielevering", run, exitCode) }
 
 var errUsage = errors.New("usage: mutatielevering [--help | --version]")
 

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
-	"strings"
 	"testing"
 
 	"github.com/brp/levering/cmd/internal/setup"
@@ -14,11 +11,7 @@ import (
 
 // --help shows the defaults that package levering owns (the queues are the contract's).
 func TestHelpShowsThePackagesDefaults(t *testing.T) {
-	var out strings.Builder
-	if err := run(context.Background(), []string{"--help"}, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	brptest.HelpShows(t, out.String(),
+	brptest.HelpShows(t, run,
 		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE "+handeling.PublicationQueue,
 		"BRP_LEVERING_VERZENDING_QUEUE "+handeling.VerzendingQueue,
 		"BRP_LEVERING_MUTATIELEVERING_DLQ "+handeling.DeadLetterQueue,

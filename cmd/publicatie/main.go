@@ -11,10 +11,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -79,16 +77,7 @@ func newConfig(pub *publicatie.Config) *config {
 	return c
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	setup.OneThread()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "publicatie: %s\n", dbsession.Redact(err.Error())) // no secret, whatever the error quotes
-	}
-	os.Exit(exitCode(err))
-}
+func main() { setup.Main(command, run, exitCode) }
 
 // command names this program in its database sessions (dbsession.AppName).
 const command = "publicatie"

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -71,11 +69,7 @@ func TestExitCode(t *testing.T) {
 // --help shows the defaults that the packages own: publicatie's (the contract's, in handeling)
 // and broker's, and the command's own from their tags.
 func TestHelpShowsThePackagesDefaults(t *testing.T) {
-	var out strings.Builder
-	if err := run(context.Background(), []string{"--help"}, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	brptest.HelpShows(t, out.String(),
+	brptest.HelpShows(t, run,
 		"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE "+handeling.PublicationQueue,
 		"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED "+handeling.InitieleVulling,
 		"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY "+string(handeling.Strict),

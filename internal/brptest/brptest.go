@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,14 +308,19 @@ func RunBad(t testing.TB, bin, name, value string, args ...string) (int, string)
 	return code, stderr.String()
 }
 
-// HelpShows fails the test for each of want ("VARIABLE default") that a command's --help
-// output does not show (runs of spaces between a variable and its default count as one).
-func HelpShows(t testing.TB, help string, want ...string) {
+// HelpShows runs a command's run function with --help and fails the test for each of want
+// ("VARIABLE default") that its output does not show (runs of spaces between a variable and
+// its default count as one).
+func HelpShows(t testing.TB, run func(context.Context, []string, io.Writer, io.Writer) error, want ...string) {
 	t.Helper()
-	flat := strings.Join(strings.Fields(help), " ")
+	var out strings.Builder
+	if err := run(context.Background(), []string{"--help"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(out.String()), " ")
 	for _, w := range want {
 		if !strings.Contains(flat, w) {
-			t.Errorf("--help shows no %q:\n%s", w, help)
+			t.Errorf("--help shows no %q:\n%s", w, out.String())
 		}
 	}
 }

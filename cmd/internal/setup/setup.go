@@ -15,10 +15,12 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"os/signal"
 	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -362,6 +364,20 @@ func permanentDBError(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "sslmode") || strings.Contains(msg, "SSL is not enabled on the server") ||
 		strings.Contains(msg, "certificate") || strings.Contains(msg, "private key")
+}
+
+// Main is a command's main: it runs run under SIGINT and SIGTERM (they end its context) on
+// one thread (OneThread), prints its error, with no secret in it, as "command: error" on
+// stderr, and exits with code(err).
+func Main(command string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error, code func(error) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	OneThread()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", command, dbsession.Redact(err.Error()))
+	}
+	os.Exit(code(err))
 }
 
 // OneThread makes the Go runtime run Go code on one OS thread at a time, unless the
