@@ -1,6 +1,7 @@
 package levering
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/prepared"
 )
 
 type outcome int
@@ -24,6 +26,7 @@ const (
 	markedFout                // a known error: statuslev fout
 	unknown                   // no such handeling
 	excluded                  // its soort is excluded from delivery: set aside, untouched
+	heldBack                  // after a fout one of its persons in its publication: set back to be delivered
 )
 
 // errBroker marks a failure of the broker connection (as opposed to the database).
@@ -83,10 +86,13 @@ var deliverSQL = `
 // foutGeenPersonen is the foutreden of a handeling without bijgehouden personen.
 const foutGeenPersonen = "handeling heeft geen bijgehouden personen"
 
-// deliver runs the consumer's database transaction for a batch of distinct ids, sorted:
-// deliverSQL, then the delivered ones to the verzending queue in one broker transaction
-// confirmed by a receipt, and only then commit.
-func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, b *batch) (map[int64]outcome, error) {
+// deliver runs the consumer's database transaction for a batch of distinct ids, sorted (the
+// order in which their rows are locked): deliverSQL, then the delivered ones to the
+// verzending queue in delivery order (tsreg, id) in one broker transaction confirmed by a
+// receipt, and only then commit. groups are the batch's publications, each its handelingen in
+// delivery order: in a publication, a handeling after one that became fout and shares a
+// person with it (or with one held back) is held back: set back to be delivered, not sent.
+func (c *Consumer) deliver(ctx context.Context, ids []int64, groups [][]int64, send *broker.Conn, b *batch) (map[int64]outcome, error) {
 	// deliverSQL runs prepared: its generic plan (primary-key probes) is the right plan for
 	// every batch. An error is the database being away, which BeginTxx reports.
 	b.at(stepLock)
@@ -97,67 +103,21 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 
-	res := make(map[int64]outcome, len(ids))
-	for _, id := range ids {
-		res[id] = unknown
-	}
-	found := make(map[int64]*Verzending, len(ids))
-	reasons := map[int64]string{}
-	rows, err := c.stmts.In(tx.Tx).QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen, pq.Array(c.cfg.Excluded), handeling.FoutTsreg)
+	l, err := c.lock(ctx, c.stmts.In(tx.Tx), ids)
 	if err != nil {
-		return nil, fmt.Errorf("deliver: %w", err)
+		return nil, err
 	}
-	for rows.Next() {
-		v := &Verzending{}
-		var personen pq.Int64Array
-		var status handeling.Status
-		var tsreg, tslev sql.NullTime // tsreg NULL: outside the accepted range, set fout
-		var reason string
-		if err := rows.Scan(&v.ID, &v.Soort, &tsreg, &personen, &status, &tslev, &reason); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("deliver: %w", err)
+	if back := holdBack(groups, l.res, l.personen); len(back) > 0 {
+		if _, err := c.stmts.In(tx.Tx).ExecContext(ctx, holdBackSQL, pq.Array(back)); err != nil {
+			return nil, fmt.Errorf("hold back: %w", err)
 		}
-		v.Tsreg, v.Personen = tsreg.Time, []int64(personen)
-		if slices.Contains(c.cfg.Excluded, v.Soort) {
-			// Nobody publishes an excluded soort: this publication was sent by hand, or by a
-			// publisher configured otherwise. Delivering it would break the exclusion.
-			res[v.ID] = excluded
-			continue
-		}
-		switch status {
-		case handeling.Geleverd:
-			res[v.ID] = delivered
-			v.Tslev = tslev.Time
-			found[v.ID] = v
-		case handeling.Fout:
-			res[v.ID] = markedFout
-			reasons[v.ID] = reason
-		default:
-			res[v.ID] = duplicate
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("deliver: %w", err)
 	}
 	if err := c.cfg.Hooks.AfterLock.Run(ctx, ids); err != nil {
 		return nil, fmt.Errorf("%w: %w", errBroker, err)
 	}
-	var msgs []broker.Message
-	var sent []int64
-	for _, id := range ids {
-		if res[id] != delivered {
-			continue
-		}
-		// encoding/json's output is always text (broker.IsText: it escapes control characters
-		// and replaces bytes that are not UTF-8), so Send never refuses a verzending with
-		// broker.ErrNotText (TestVerzendingIsText).
-		body, err := json.Marshal(found[id])
-		if err != nil {
-			return nil, fmt.Errorf("encode verzending %d: %w", id, err)
-		}
-		msgs = append(msgs, broker.Message{Destination: c.cfg.VerzendingQueue, Header: handeling.IDHeaders(id), Body: body})
-		sent = append(sent, id)
+	msgs, sent, err := l.verzendingen(c.cfg.VerzendingQueue)
+	if err != nil {
+		return nil, err
 	}
 	b.at(stepVerzending)
 	if err := send.Send(ctx, msgs...); err != nil {
@@ -172,13 +132,135 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, send *broker.Conn, 
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
+	c.logOutcomes(l, ids, sent)
+	return l.res, nil
+}
+
+// locked is what deliverSQL did to a batch's handelingen, read in its transaction.
+type locked struct {
+	res      map[int64]outcome
+	found    map[int64]*Verzending // the delivered ones
+	personen map[int64][]int64
+	reasons  map[int64]string // the fout ones' foutreden
+}
+
+// lock runs deliverSQL for ids and reads what it did.
+func (c *Consumer) lock(ctx context.Context, q prepared.Tx, ids []int64) (*locked, error) {
+	l := &locked{res: make(map[int64]outcome, len(ids)), found: make(map[int64]*Verzending, len(ids)),
+		personen: make(map[int64][]int64, len(ids)), reasons: map[int64]string{}}
+	for _, id := range ids {
+		l.res[id] = unknown
+	}
+	rows, err := q.QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen, pq.Array(c.cfg.Excluded), handeling.FoutTsreg)
+	if err != nil {
+		return nil, fmt.Errorf("deliver: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v := &Verzending{}
+		var personen pq.Int64Array
+		var status handeling.Status
+		var tsreg, tslev sql.NullTime // tsreg NULL: outside the accepted range, set fout
+		var reason string
+		if err := rows.Scan(&v.ID, &v.Soort, &tsreg, &personen, &status, &tslev, &reason); err != nil {
+			return nil, fmt.Errorf("deliver: %w", err)
+		}
+		v.Tsreg, v.Personen = tsreg.Time, []int64(personen)
+		l.personen[v.ID] = v.Personen
+		switch {
+		case slices.Contains(c.cfg.Excluded, v.Soort):
+			// Nobody publishes an excluded soort: this publication was sent by hand, or by a
+			// publisher configured otherwise. Delivering it would break the exclusion.
+			l.res[v.ID] = excluded
+		case status == handeling.Geleverd:
+			l.res[v.ID] = delivered
+			v.Tslev = tslev.Time
+			l.found[v.ID] = v
+		case status == handeling.Fout:
+			l.res[v.ID] = markedFout
+			l.reasons[v.ID] = reason
+		default:
+			l.res[v.ID] = duplicate
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("deliver: %w", err)
+	}
+	return l, nil
+}
+
+// verzendingen returns the verzending messages of the delivered handelingen, in delivery order
+// (tsreg, id): each person's in order.
+func (l *locked) verzendingen(queue string) ([]broker.Message, []int64, error) {
+	var sent []int64
+	for id, o := range l.res {
+		if o == delivered {
+			sent = append(sent, id)
+		}
+	}
+	slices.SortFunc(sent, func(a, b int64) int {
+		if c := l.found[a].Tsreg.Compare(l.found[b].Tsreg); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	msgs := make([]broker.Message, 0, len(sent))
+	for _, id := range sent {
+		// encoding/json's output is always text (broker.IsText: it escapes control characters
+		// and replaces bytes that are not UTF-8), so Send never refuses a verzending with
+		// broker.ErrNotText (TestVerzendingIsText).
+		body, err := json.Marshal(l.found[id])
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode verzending %d: %w", id, err)
+		}
+		msgs = append(msgs, broker.Message{Destination: queue, Header: handeling.IDHeaders(id), Body: body})
+	}
+	return msgs, sent, nil
+}
+
+// logOutcomes logs a committed batch's deliveries, fouts and held-back handelingen.
+func (c *Consumer) logOutcomes(l *locked, ids, sent []int64) {
 	for _, id := range sent {
 		c.log.Debug("handeling geleverd", slog.Int64("admhnd_id", id))
 	}
 	for _, id := range ids {
-		if res[id] == markedFout {
-			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", reasons[id]))
+		switch l.res[id] {
+		case markedFout:
+			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", l.reasons[id]))
+		case heldBack:
+			c.log.Info("handeling held back behind a fout one of its persons; set back to be delivered", slog.Int64("admhnd_id", id))
 		}
 	}
-	return res, nil
 }
+
+// holdBack marks, in res, the delivered handelingen that must wait: in a publication, those
+// after a fout one (or one held back) that share a person with it. It returns their ids.
+func holdBack(groups [][]int64, res map[int64]outcome, personen map[int64][]int64) []int64 {
+	var back []int64
+	for _, g := range groups {
+		var held map[int64]bool
+		for _, id := range g {
+			hit := slices.ContainsFunc(personen[id], func(p int64) bool { return held[p] })
+			switch {
+			case res[id] == markedFout, res[id] == heldBack:
+			case res[id] == delivered && hit:
+				res[id] = heldBack
+				back = append(back, id)
+			default:
+				continue
+			}
+			if held == nil {
+				held = map[int64]bool{}
+			}
+			for _, p := range personen[id] {
+				held[p] = true
+			}
+		}
+	}
+	return back
+}
+
+// holdBackSQL sets held-back handelingen, which deliverSQL has just set geleverd, back to be
+// delivered; the update fires admhnd_teruggezet (migration 0007), so the publisher takes them
+// back, before anything newer of their persons.
+const holdBackSQL = `update admhnd set statuslev = null, tslev = null where id = any($1)`

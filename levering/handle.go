@@ -19,24 +19,36 @@ import (
 // errBadInput marks a publication that can never be processed; it is set aside.
 var errBadInput = errors.New("bad publication")
 
-func parse(m *broker.Delivery) (int64, error) {
+func parse(m *broker.Delivery) ([]int64, error) {
 	if !broker.IsText(m.Body) {
 		// Publications are text (CONTRACT.md section 3); encoding/json would read a string
 		// with bytes that are not UTF-8 as if they were replacement characters.
-		return 0, fmt.Errorf("%w: body is not text (UTF-8 without NUL)", errBadInput)
+		return nil, fmt.Errorf("%w: body is not text (UTF-8 without NUL)", errBadInput)
 	}
 	p, err := handeling.DecodePublication(m.Body)
 	if errors.Is(err, handeling.ErrNoID) {
-		return 0, fmt.Errorf("%w: body has no id", errBadInput)
+		return nil, fmt.Errorf("%w: body has no id", errBadInput)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: body is not a publication: %s", errBadInput, jsonProblem(err))
+		return nil, fmt.Errorf("%w: body is not a publication: %s", errBadInput, jsonProblem(err))
 	}
 	if h := m.Header(handeling.IDHeader); h != "" && h != strconv.FormatInt(p.ID, 10) {
-		return 0, fmt.Errorf("%w: %s header %q differs from body id %d", errBadInput, handeling.IDHeader, h, p.ID)
+		return nil, fmt.Errorf("%w: %s header %q differs from body id %d", errBadInput, handeling.IDHeader, h, p.ID)
 	}
-	return p.ID, nil
+	members := p.Members()
+	ids := make([]int64, len(members))
+	for i, mb := range members {
+		ids[i] = mb.ID
+	}
+	if len(ids) > maxGroup {
+		return nil, fmt.Errorf("%w: %d handelingen in one publication, more than %d", errBadInput, len(ids), maxGroup)
+	}
+	return ids, nil
 }
+
+// maxGroup bounds the handelingen of one publication a consumer accepts: the publisher's
+// GroupSize allows at most 10,000.
+const maxGroup = 10_000
 
 // jsonProblem says what is wrong with a body without quoting it: encoding/json's errors quote
 // a misfit number, which in "personen" would be a persoon id in the log and the brp-reason.
@@ -59,8 +71,9 @@ func jsonProblem(err error) string {
 func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *broker.Conn, b *batch) error {
 	byID := map[int64][]*broker.Delivery{}
 	var ids []int64
+	var groups [][]int64 // per publication, its handelingen in delivery order
 	for _, m := range msgs {
-		id, err := parse(m)
+		members, err := parse(m)
 		if err != nil {
 			b.at(stepSetAside)
 			if err := c.park(ctx, m, send, err.Error()); err != nil {
@@ -68,10 +81,15 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 			}
 			continue
 		}
-		if len(byID[id]) == 0 {
-			ids = append(ids, id)
+		for _, id := range members {
+			if len(byID[id]) == 0 {
+				ids = append(ids, id)
+			}
+			if !slices.Contains(byID[id], m) {
+				byID[id] = append(byID[id], m)
+			}
 		}
-		byID[id] = append(byID[id], m)
+		groups = append(groups, members)
 	}
 	if len(ids) == 0 {
 		return nil
@@ -81,7 +99,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	failing, locked := false, false
 	for {
-		res, err := c.deliver(ctx, ids, send, b)
+		res, err := c.deliver(ctx, ids, groups, send, b)
 		switch {
 		case err == nil:
 			if failing {
@@ -114,9 +132,12 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 	}
 }
 
-// record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit.
+// record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit. A
+// publication of several handelingen is set aside once, for the first of them that is unknown
+// or excluded; the others it carries are delivered all the same.
 func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*broker.Delivery, send *broker.Conn, b *batch) error {
 	var ids []int64
+	setAside := map[*broker.Delivery]bool{}
 	for id, o := range res {
 		ids = append(ids, id)
 		copies := int64(len(byID[id]))
@@ -127,6 +148,8 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 		case markedFout:
 			c.fout.Add(1)
 			c.duplicates.Add(copies - 1)
+		case heldBack:
+			c.heldBack.Add(1)
 		case duplicate:
 			c.duplicates.Add(copies)
 			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
@@ -138,6 +161,10 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 			}
 			b.at(stepSetAside)
 			for _, m := range byID[id] {
+				if setAside[m] {
+					continue
+				}
+				setAside[m] = true
 				if err := c.park(ctx, m, send, reason); err != nil {
 					return err
 				}

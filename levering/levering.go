@@ -31,10 +31,10 @@ type Consumer struct {
 	db  *sqlx.DB
 	log *slog.Logger
 
-	delivered, duplicates, fout, parked, stuck atomic.Int64
-	connected                                  atomic.Bool
-	processing                                 prometheus.Histogram
-	reconnects                                 *prometheus.CounterVec
+	delivered, duplicates, fout, heldBack, parked, stuck atomic.Int64
+	connected                                            atomic.Bool
+	processing                                           prometheus.Histogram
+	reconnects                                           *prometheus.CounterVec
 
 	stmts   *prepared.Cache // deliverSQL
 	batches []*batch        // one per worker
@@ -81,6 +81,7 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 		counter("delivered_total", "Handelingen set geleverd and sent to the verzending queue by this process.", &c.delivered),
 		counter("duplicates_total", "Publications absorbed because their handeling was already delivered.", &c.duplicates),
 		counter("fout_total", "Handelingen set fout (known errors) by this process.", &c.fout),
+		counter("held_back_total", "Handelingen of a publication held back behind a fout one of their persons (set back to be delivered).", &c.heldBack),
 		counter("set_aside_total", "Unreadable publications sent to the dead-letter queue.", &c.parked),
 		counter("stuck_batches_total", "Batches handed back because a worker held them longer than the batch timeout.", &c.stuck),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "batch_age_seconds",
@@ -132,11 +133,15 @@ func (c *Consumer) oldestBatch() time.Duration {
 // Counts is what a Consumer has done since it started.
 type Counts struct {
 	Delivered, Duplicates, Fout, Parked int64
+	// HeldBack counts handelingen of a publication set back to be delivered behind a fout one
+	// of their persons.
+	HeldBack int64
 }
 
 // Counts returns the consumer's counters.
 func (c *Consumer) Counts() Counts {
-	return Counts{c.delivered.Load(), c.duplicates.Load(), c.fout.Load(), c.parked.Load()}
+	return Counts{Delivered: c.delivered.Load(), Duplicates: c.duplicates.Load(), Fout: c.fout.Load(),
+		Parked: c.parked.Load(), HeldBack: c.heldBack.Load()}
 }
 
 // Run consumes until ctx ends. A lost broker connection is logged and redialled; publications

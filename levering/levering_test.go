@@ -251,3 +251,59 @@ func TestOddTsregEndsFoutNotTheBatch(t *testing.T) {
 		}
 	}
 }
+
+func group(members ...handeling.Member) broker.Message {
+	body, _ := json.Marshal(handeling.NewPublication(members))
+	return broker.Message{Header: handeling.IDHeaders(members[0].ID), Body: body}
+}
+
+// A publication of several handelingen (a group) is delivered in one transaction, its
+// verzending messages sent in delivery order (tsreg, id), which here is not id order.
+func TestGroupIsDeliveredInDeliveryOrder(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 30, Personen: []int64{1}}, load.Handeling{ID: 20, Personen: []int64{1, 2}},
+		load.Handeling{ID: 10, Personen: []int64{2}})
+	e.db.MustExec(`update admhnd set tsreg = '2026-01-01T00:00:00Z'::timestamptz + make_interval(secs => 40 - id)`) // 30, 20, 10
+	brptest.Publish(t, e.q.Publicatie, group(handeling.Member{ID: 30, Personen: []int64{1}},
+		handeling.Member{ID: 20, Personen: []int64{1, 2}}, handeling.Member{ID: 10, Personen: []int64{2}}))
+	e.waitCounts(t, levering.Counts{Delivered: 3})
+	if got := e.verzending.IDs(); !slices.Equal(got, []int64{30, 20, 10}) {
+		t.Fatalf("verzending %v, want [30 20 10]", got)
+	}
+}
+
+// A fout handeling in the middle of a group holds back the rest of its persons' handelingen
+// of the group: they are set back to be delivered (the publisher takes them back through
+// publicatie_nakomer), not delivered past it. The others of the group are delivered. A
+// redelivery of the partly delivered group changes nothing.
+func TestFoutInAGroupHoldsBackTheRestOfItsPersons(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{1}}, load.Handeling{ID: 2, Personen: []int64{1}},
+		load.Handeling{ID: 3, Personen: []int64{1}}, load.Handeling{ID: 4, Personen: []int64{2}})
+	e.db.MustExec(`update admhnd set tsreg = '-infinity' where id = 2`) // a known error: fout
+	g := group(handeling.Member{ID: 1, Personen: []int64{1}}, handeling.Member{ID: 2, Personen: []int64{1}},
+		handeling.Member{ID: 3, Personen: []int64{1}}, handeling.Member{ID: 4, Personen: []int64{2}})
+	brptest.Publish(t, e.q.Publicatie, g)
+	e.waitCounts(t, levering.Counts{Delivered: 2, Fout: 1, HeldBack: 1})
+	check := func() {
+		t.Helper()
+		if got := e.verzending.IDs(); !slices.Equal(got, []int64{1, 4}) {
+			t.Fatalf("verzending %v, want [1 4]", got)
+		}
+		for id, want := range map[int64]string{1: "geleverd", 2: "fout", 3: "", 4: "geleverd"} {
+			if got := brptest.Status(t, e.db, id); got != want {
+				t.Errorf("handeling %d: status %q, want %q", id, got, want)
+			}
+		}
+		var nakomer bool
+		if err := e.db.Get(&nakomer, `select exists (select from publicatie_nakomer where admhnd_id = 3)`); err != nil || !nakomer {
+			t.Errorf("held back handeling 3 not in publicatie_nakomer (%v)", err)
+		}
+	}
+	check()
+	brptest.Publish(t, e.q.Publicatie, g)
+	e.waitCounts(t, levering.Counts{Delivered: 2, Fout: 2, HeldBack: 2, Duplicates: 2})
+	check()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -75,6 +76,8 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 			r := rand.New(rand.NewPCG(seed, stream))
 			cfg := base(r)
 			cfg.MaxInLevering, cfg.RedeliveryTimeout = 2+r.IntN(8), time.Hour
+			cfg.GroupSize = []int{1, 2, 3, 100}[r.IntN(4)]
+			cfg.GroupBytes = []int{DefaultGroupBytes, 100, 150}[r.IntN(3)]
 			cfg.FoutPolicy = []handeling.FoutPolicy{handeling.Strict, handeling.Skip}[r.IntN(2)]
 			switch r.IntN(3) {
 			case 1:
@@ -145,9 +148,9 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 			}
 			n := int64(testutil.ToFloat64(e.pub.m.viewRebuilds.WithLabelValues(rebuildPersonCap)))
 			rewinds.Add(n)
-			t.Logf("policy %s, excluded %v, max in levering %d, limit %d, view size %d, %d bytes, person cap %d: %d rounds checked, %d published, %d rewinds",
+			t.Logf("policy %s, excluded %v, max in levering %d, limit %d, view size %d, %d bytes, person cap %d, groups of %d (%d bytes): %d rounds checked, %d published (%d in groups), %d rewinds",
 				cfg.FoutPolicy, h.cfg.Excluded, cfg.MaxInLevering, h.cfg.Limit, h.cfg.ViewSize, h.cfg.ViewBytes, h.cfg.PersonCap,
-				h.rounds, h.published, n)
+				h.cfg.GroupSize, h.cfg.GroupBytes, h.rounds, h.published, h.grouped, n)
 		})
 	}
 }
@@ -163,8 +166,8 @@ type history struct {
 	late   *sqlx.Tx // a bijhouding transaction left open across rounds
 	lateAt int      // step at which it commits
 
-	rounds, published int
-	ops               []string // what happened, for a failure message
+	rounds, published, grouped int
+	ops                        []string // what happened, for a failure message
 }
 
 func (h *history) did(format string, args ...any) {
@@ -282,28 +285,75 @@ func (h *history) operator(action string) {
 	h.did("%s %v", action, ids)
 }
 
-// round checks what the next round must publish against the reference, then runs it.
+// round checks what the next round must publish against the reference, then runs it. With
+// a person cap the view may hold only the first handelingen of a person, so a group may differ
+// from the reference's after its head: the heads must then be the same, and nothing published
+// overtake an older open handeling of its persons.
 func (h *history) round() {
 	h.t.Helper()
-	if h.small {
-		got := h.e.round()
-		h.did("round published %v", got)
-		h.rounds++
-		h.published += len(got)
-		if overtook := h.overtaking(got); len(overtook) > 0 {
-			h.fail("round published %v overtaking older open handelingen of their persons: %v\n%s\nhistory:\n%s",
-				got, overtook, h.dump(), strings.Join(h.ops, "\n"))
-		}
-		return
+	var want [][]int64
+	if !h.small {
+		want = h.reference()
 	}
-	want := h.reference()
 	got := h.e.round()
-	h.did("round published %v", got)
+	groups := h.e.published()
+	h.did("round published %v", groups)
 	h.rounds++
 	h.published += len(got)
-	if !slices.Equal(got, want) {
-		h.fail("round published %v, the reference model says %v\n%s\nhistory:\n%s", got, want, h.dump(),
-			strings.Join(h.ops, "\n"))
+	for _, g := range groups {
+		if len(g) > 1 {
+			h.grouped += len(g)
+		}
+	}
+	switch {
+	case h.small:
+		if overtook := h.overtaking(got); len(overtook) > 0 {
+			h.fail("round published %v overtaking older open handelingen of their persons: %v\n%s\nhistory:\n%s",
+				groups, overtook, h.dump(), strings.Join(h.ops, "\n"))
+		}
+		h.disjoint(groups)
+		h.disjoint(groups)
+	case h.cfg.PersonCap > 0 && h.cfg.PersonCap < 100:
+		// Parked handelingen are not in the view: a group goes on with other persons' where the
+		// reference's takes a parked one. The heads must be the same, and each group keep order
+		// and its bounds.
+		ok := len(groups) == len(want)
+		for i := 0; ok && i < len(groups); i++ {
+			ok = groups[i][0] == want[i][0] && len(groups[i]) <= h.cfg.GroupSize
+		}
+		if !ok {
+			h.fail("round published %v, the reference model says %v (other members allowed)\n%s\nhistory:\n%s", groups, want,
+				h.dump(), strings.Join(h.ops, "\n"))
+		}
+		if overtook := h.overtaking(got); len(overtook) > 0 {
+			h.fail("round published %v overtaking older open handelingen of their persons: %v\n%s\nhistory:\n%s",
+				groups, overtook, h.dump(), strings.Join(h.ops, "\n"))
+		}
+		h.disjoint(groups)
+	default:
+		if !slices.EqualFunc(groups, want, slices.Equal) {
+			h.fail("round published %v, the reference model says %v\n%s\nhistory:\n%s", groups, want, h.dump(),
+				strings.Join(h.ops, "\n"))
+		}
+	}
+}
+
+// disjoint fails when two publications of a round share a person: two consumers could then
+// deliver that person's handelingen at once.
+func (h *history) disjoint(groups [][]int64) {
+	h.t.Helper()
+	owner := map[int64]int{}
+	for i, g := range groups {
+		var persons []int64
+		if err := h.e.db.Select(&persons, `select distinct persoon_id from admhnd_persoon where admhnd_id = any($1)`, pq.Array(g)); err != nil {
+			h.fail("%v", err)
+		}
+		for _, p := range persons {
+			if j, ok := owner[p]; ok && j != i {
+				h.fail("publications %v and %v share person %d", groups[j], g, p)
+			}
+			owner[p] = i
+		}
 	}
 }
 
@@ -329,9 +379,9 @@ func (h *history) overtaking(published []int64) []string {
 	return out
 }
 
-// reference is Select over every handeling still to be delivered below the horizon, with the
+// reference is referenceGroups over every handeling still to be delivered below the horizon, with the
 // persons blocked by handelingen in levering and by fout ones that hold their persons back.
-func (h *history) reference() []int64 {
+func (h *history) reference() [][]int64 {
 	h.t.Helper()
 	ctx := context.Background()
 	horizon, _, err := readHorizon(ctx, h.e.db)
@@ -371,11 +421,71 @@ func (h *history) reference() []int64 {
 			candidates = append(candidates, Candidate{ID: x.ID, Personen: x.Personen})
 		}
 	}
-	var want []int64
-	for _, c := range Select(candidates, blocked, h.cfg.MaxInLevering-inLevering) {
-		want = append(want, c.ID)
+	return referenceGroups(candidates, blocked, h.cfg.MaxInLevering-inLevering, h.cfg.GroupSize, h.cfg.GroupBytes)
+}
+
+// referenceGroups is what a round publishes, by the rule written out over every candidate
+// (oldest first) instead of the view: the heads Select keeps, each extended, oldest head
+// first and within the budget, by every later candidate c that shares a person with the group
+// and of whose persons r each either is the group's, with every older candidate of r in the
+// group, or is new: not blocked in the database, not another group's, and with no older
+// candidate. A candidate past the group's bytes is left out (and so are, by the rule, the
+// later ones of its persons).
+func referenceGroups(candidates []Candidate, blocked map[int64]struct{}, budget, size, bytes int) [][]int64 {
+	used := maps.Clone(blocked) // Select adds the persons of every candidate it walks
+	heads := Select(candidates, blocked, budget)
+	isHead := map[int64]bool{}
+	for _, c := range heads {
+		isHead[c.ID] = true
+		for _, p := range c.Personen {
+			used[p] = struct{}{}
+		}
 	}
-	return want
+	blocked = used
+	taken := map[int64]bool{}
+	room := budget - len(heads)
+	var out [][]int64
+	for _, head := range heads {
+		g := []int64{head.ID}
+		in := map[int64]bool{head.ID: true}
+		persons := map[int64]bool{}
+		for _, p := range head.Personen {
+			persons[p] = true
+		}
+		used := memberBytes(head)
+		limit := min(size, 1+room)
+		start := slices.IndexFunc(candidates, func(c Candidate) bool { return c.ID == head.ID })
+		for i := start + 1; i < len(candidates) && len(g) < limit; i++ {
+			c := candidates[i]
+			if isHead[c.ID] || taken[c.ID] || !slices.ContainsFunc(c.Personen, func(p int64) bool { return persons[p] }) {
+				continue
+			}
+			ok := used+memberBytes(c) <= bytes
+			for _, r := range c.Personen {
+				for _, older := range candidates[:i] {
+					if slices.Contains(older.Personen, r) && (!persons[r] || !in[older.ID]) {
+						ok = false
+					}
+				}
+				if _, b := blocked[r]; !persons[r] && b {
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			g = append(g, c.ID)
+			in[c.ID], taken[c.ID] = true, true
+			used += memberBytes(c)
+			for _, r := range c.Personen {
+				persons[r] = true
+				blocked[r] = struct{}{}
+			}
+		}
+		room -= len(g) - 1
+		out = append(out, g)
+	}
+	return out
 }
 
 // dump shows the handelingen and the publisher's view of them, for a failure message.

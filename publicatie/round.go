@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,13 +26,14 @@ type round struct {
 	tx    *sqlx.Tx
 	q     querier
 
-	inLevering int         // in levering when the round began
-	budget     int         // MaxInLevering - inLevering
-	stale      []Candidate // in levering past the redelivery timeout: published again
-	candidates []Candidate // ready in the view, oldest first, at most window(budget)
-	keep       []Candidate // of the candidates, those the round publishes
-	taken      int         // handelingen the intake took into the view
-	intakeFull bool        // the intake read as many as it could: more are waiting
+	inLevering int           // in levering when the round began
+	budget     int           // MaxInLevering - inLevering
+	stale      []Candidate   // in levering past the redelivery timeout: published again
+	candidates []Candidate   // ready in the view, oldest first, at most window(budget)
+	groups     [][]Candidate // what the round publishes: each a ready candidate and those that travel with it
+	keep       []Candidate   // every handeling of the groups
+	taken      int           // handelingen the intake took into the view
+	intakeFull bool          // the intake read as many as it could: more are waiting
 
 	marked, republished map[int64]bool // what mark changed
 	msgs                []broker.Message
@@ -119,45 +121,83 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	if err != nil {
 		return r, dbErr(err)
 	}
-	r.keep = Select(r.candidates, blocked, r.budget)
-	if !mayMark && len(r.keep) > 0 {
+	heads := Select(r.candidates, blocked, r.budget)
+	if !mayMark && len(heads) > 0 {
 		// A transaction adding late persons is open: the view may lack some (readHorizon).
 		p.log.Debug("a transaction adding persons late is open; marking nothing this round")
-		r.keep = nil
+		heads = nil
+	}
+	room := r.budget - len(heads)
+	for _, h := range heads {
+		g := v.group(h, blocked, min(p.cfg.GroupSize, 1+room), p.cfg.GroupBytes)
+		room -= len(g) - 1
+		r.groups = append(r.groups, g)
+		r.keep = append(r.keep, g...)
 	}
 	return r, nil
 }
 
 // mark sets the kept handelingen in_levering and touches the stale ones, and encodes the
-// publications of those it changed: the stale ones first, then the kept, oldest first.
+// publications of those it changed: the stale ones first, then the groups, oldest first. A
+// group, or a set of stale ones sharing persons, travels only up to its first member that
+// could not be marked or touched; the marked ones after it are set back (they come back
+// through publicatie_nakomer).
 func (p *Publisher) mark(ctx context.Context, r *round) (err error) {
-	if r.republished, err = touchStale(ctx, r.q, ids(r.stale)); err != nil {
+	stale := components(r.stale)
+	if r.republished, err = touchStale(ctx, r.q, ids(slices.Concat(stale...))); err != nil {
 		return dbErr(err)
 	}
 	if r.marked, err = markInLevering(ctx, r.q, ids(r.keep)); err != nil {
 		return dbErr(err)
 	}
-	for _, batch := range []struct {
-		cs []Candidate
-		ok map[int64]bool
-	}{{r.stale, r.republished}, {r.keep, r.marked}} {
-		for _, c := range batch.cs {
-			if !batch.ok[c.ID] {
-				continue
-			}
-			body, err := json.Marshal(handeling.Publication{ID: c.ID, Personen: append([]int64{}, c.Personen...)})
-			if err != nil {
-				return fmt.Errorf("encode publication %d: %w", c.ID, err)
-			}
-			r.msgs = append(r.msgs, broker.Message{Destination: p.cfg.Queue, Header: handeling.IDHeaders(c.ID), Body: body})
-			r.sent = append(r.sent, c.ID)
+	for _, g := range stale {
+		g, rest := cut(g, r.republished)
+		for _, c := range rest {
+			delete(r.republished, c.ID) // touched, not sent: in levering as it was
 		}
+		if err := p.encode(r, g); err != nil {
+			return err
+		}
+	}
+	var back []int64
+	for _, g := range r.groups {
+		g, rest := cut(g, r.marked)
+		for _, c := range rest {
+			if r.marked[c.ID] {
+				back = append(back, c.ID)
+				delete(r.marked, c.ID)
+			}
+		}
+		if err := p.encode(r, g); err != nil {
+			return err
+		}
+	}
+	if err := setBack(ctx, r.q, back); err != nil {
+		return dbErr(err)
 	}
 	if len(r.republished) > 0 {
 		p.log.Warn("handelingen in levering past the redelivery timeout published again",
 			slog.Any("admhnd_ids", ids(r.stale)), slog.Duration("redelivery_timeout", p.cfg.RedeliveryTimeout))
 	}
 	return p.cfg.Hooks.AfterMark.Run(ctx, r.sent)
+}
+
+// encode adds the publication of group g to the round's messages; an empty g adds none.
+func (p *Publisher) encode(r *round, g []Candidate) error {
+	if len(g) == 0 {
+		return nil
+	}
+	members := make([]handeling.Member, len(g))
+	for i, c := range g {
+		members[i] = handeling.Member{ID: c.ID, Personen: append([]int64{}, c.Personen...)}
+		r.sent = append(r.sent, c.ID)
+	}
+	body, err := json.Marshal(handeling.NewPublication(members))
+	if err != nil {
+		return fmt.Errorf("encode publication %d: %w", g[0].ID, err)
+	}
+	r.msgs = append(r.msgs, broker.Message{Destination: p.cfg.Queue, Header: handeling.IDHeaders(g[0].ID), Body: body})
+	return nil
 }
 
 // publish puts the round's publications on the queue in one broker transaction.

@@ -30,6 +30,36 @@ type roundEnv struct {
 	pub  *Publisher
 	last []int64
 	read *brptest.Reader
+	seen int // messages of read already returned by published
+}
+
+// published waits for the messages of the last round (their handelingen add up to
+// len(e.last)) and returns each one's handelingen, in the order it carries them.
+func (e *roundEnv) published() [][]int64 {
+	e.t.Helper()
+	var out [][]int64
+	brptest.Eventually(e.t, 10*time.Second, func() error {
+		out = nil
+		n := 0
+		for _, m := range e.read.Messages()[e.seen:] {
+			p, err := handeling.DecodePublication(m.Body)
+			if err != nil {
+				return err
+			}
+			var ids []int64
+			for _, mb := range p.Members() {
+				ids = append(ids, mb.ID)
+			}
+			out = append(out, ids)
+			n += len(ids)
+		}
+		if n < len(e.last) {
+			return fmt.Errorf("read %d of %d handelingen", n, len(e.last))
+		}
+		return nil
+	})
+	e.seen += len(out)
+	return out
 }
 
 func newRoundEnv(t *testing.T, cfg Config) *roundEnv {
@@ -38,6 +68,11 @@ func newRoundEnv(t *testing.T, cfg Config) *roundEnv {
 	q := brptest.NewQueues(t)
 	e := &roundEnv{t: t, db: db, url: url, read: brptest.Read(t, q.Publicatie)}
 	cfg.Standalone = true
+	if cfg.GroupSize == 0 {
+		// These tests are about the rule for one handeling: a publication each, unless a test
+		// asks for groups.
+		cfg.GroupSize = 1
+	}
 	cfg.Queue = q.Publicatie
 	cfg.Broker = brptest.Broker()
 	cfg.Hooks.RoundCommitted = func(ids []int64) { e.last = ids }
@@ -638,5 +673,70 @@ func TestRoundRefusesOddTsreg(t *testing.T) {
 	wantIDs(t, "next round", e.round(), 17) // 11 waits behind fout 1
 	if got := testutil.ToFloat64(e.pub.m.tsregFout); got != 5 {
 		t.Fatalf("brp_levering_publicatie_tsreg_fout_total %v, want 5 (once each)", got)
+	}
+}
+
+// A round publishes groups: a ready handeling and the later ones of its persons that would be
+// ready one after the other; a handeling another group's person holds back stays.
+func TestRoundPublishesGroups(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{GroupSize: 100})
+	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 10), h(4, 4, 10, 20), h(5, 5, 30), h(6, 6, 10))
+	wantIDs(t, "round", e.round(), 1, 3, 2, 5)
+	if got := e.published(); !slices.EqualFunc(got, [][]int64{{1, 3}, {2}, {5}}, slices.Equal) {
+		t.Fatalf("publications %v, want [[1 3] [2] [5]]", got)
+	}
+	wantIDs(t, "all persons in levering", e.round())
+	e.setStatus("geleverd", 1, 3, 2)
+	wantIDs(t, "4 heads 10 and 20 now, 6 follows it", e.round(), 4, 6)
+	if got := e.published(); !slices.EqualFunc(got, [][]int64{{4, 6}}, slices.Equal) {
+		t.Fatalf("publications %v, want [[4 6]]", got)
+	}
+}
+
+// A member the round cannot mark (another session holds its row) ends its group: the members
+// after it are not sent, and those already marked go back to NULL, recorded for the next round.
+func TestGroupCutAtAMemberItCannotMark(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{GroupSize: 100})
+	e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 10))
+	tx := e.db.MustBegin()
+	defer tx.Rollback() //nolint:errcheck // test
+	tx.MustExec(`select 1 from admhnd where id = 2 for update`)
+	wantIDs(t, "round", e.round(), 1)
+	if got := e.published(); !slices.EqualFunc(got, [][]int64{{1}}, slices.Equal) {
+		t.Fatalf("publications %v, want [[1]]", got)
+	}
+	for id, want := range map[int64]string{1: "in_levering", 2: "", 3: ""} {
+		if got := brptest.Status(t, e.db, id); got != want {
+			t.Errorf("handeling %d: %q, want %q", id, got, want)
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "the rest, together", e.round(), 2, 3)
+	if got := e.published(); !slices.EqualFunc(got, [][]int64{{2, 3}}, slices.Equal) {
+		t.Fatalf("publications %v, want [[2 3]]", got)
+	}
+}
+
+// Handelingen in levering past the redelivery timeout go again as one publication per set that
+// shares persons, also when the read's limit takes only part of a group.
+func TestStaleGroupIsPublishedAgainTogether(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{GroupSize: 100, MaxInLevering: 2, RedeliveryTimeout: time.Minute})
+	e.insert(h(1, 1, 10), h(2, 2, 10, 20), h(3, 3, 20), h(4, 4, 30))
+	// A group of three published before MaxInLevering was lowered, and 4 alone.
+	e.db.MustExec(`update admhnd set statuslev = 'in_levering', tspub = now() - interval '2 minutes'`)
+	// The read takes 1 and 2 (the limit is MaxInLevering); 3 comes with 2's person.
+	wantIDs(t, "republished", e.round(), 1, 2, 3)
+	if got := e.published(); !slices.EqualFunc(got, [][]int64{{1, 2, 3}}, slices.Equal) {
+		t.Fatalf("publications %v, want [[1 2 3]]", got)
+	}
+	wantIDs(t, "the next stale one", e.round(), 4)
+	if got := e.published(); !slices.EqualFunc(got, [][]int64{{4}}, slices.Equal) {
+		t.Fatalf("publications %v, want [[4]]", got)
 	}
 }

@@ -324,22 +324,33 @@ const checksumTemplate = `
 		where statuslev is null and %s and (tsreg, id) <= ($1::timestamptz, $2::bigint) and ` + handeling.TsregAcceptedSQL
 
 // readStale returns up to limit handelingen that have been in levering for longer than
-// timeout: their message was lost or dead-lettered, so they are published again.
+// timeout (their message was lost or dead-lettered, so they are published again), and every
+// handeling in levering that shares a person with them, directly or through others: the rest
+// of their groups, so that a group is never published again in parts (components).
 func readStale(ctx context.Context, q querier, timeout time.Duration, limit int) ([]Candidate, error) {
 	return readHandelingen(ctx, q, staleSQL, timeout.Seconds(), limit)
 }
 
 const staleSQL = `
-		with c as (
-			select id, tsreg from admhnd
+		with recursive s as (
+			select id from admhnd
 			where statuslev = ` + handeling.InLeveringSQL + ` and coalesce(tspub, '-infinity') < now() - make_interval(secs => $1)
 			order by tsreg, id
 			limit $2
+		), c(id) as (
+			-- Every handeling in levering that shares a person with one of them, and so on: a
+			-- group published earlier goes again whole, though the limit cut it.
+			select id from s
+			union
+			select op.admhnd_id
+			from c join admhnd_persoon cp on cp.admhnd_id = c.id
+			join admhnd_persoon op on op.persoon_id = cp.persoon_id and op.admhnd_id <> c.id
+			join admhnd a on a.id = op.admhnd_id and a.statuslev = ` + handeling.InLeveringSQL + `
 		)
 		select c.id, p.persoon_id
-		from c left join lateral (
+		from c join admhnd a on a.id = c.id left join lateral (
 			select distinct persoon_id from admhnd_persoon where admhnd_id = c.id) p on true
-		order by c.tsreg, c.id, p.persoon_id`
+		order by a.tsreg, a.id, p.persoon_id`
 
 // readHandelingen runs a query of (id, persoon_id) rows ordered by handeling and groups them.
 func readHandelingen(ctx context.Context, q querier, query string, args ...any) ([]Candidate, error) {
@@ -424,6 +435,21 @@ const markSQL = `
 			select id from admhnd where id = any($1) and coalesce(statuslev::text, '') = ''
 			for update skip locked)
 		returning id`
+
+// setBack sets handelingen this round marked in_levering back to be delivered: members of a
+// group after one that could not be marked. The update fires admhnd_teruggezet (migration
+// 0007), which records them in publicatie_nakomer for the next round.
+func setBack(ctx context.Context, q querier, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, setBackSQL, pq.Array(ids)); err != nil {
+		return fmt.Errorf("set back: %w", err)
+	}
+	return nil
+}
+
+const setBackSQL = `update admhnd set statuslev = null, tspub = null where id = any($1) and statuslev = ` + handeling.InLeveringSQL
 
 func returningIDs(ctx context.Context, q querier, query string, ids []int64) (map[int64]bool, error) {
 	if len(ids) == 0 {

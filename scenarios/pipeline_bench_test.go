@@ -44,7 +44,8 @@ import (
 //   - chain/background=N: one person's chain of 100 handelingen registered at once, tsreg 1 ms
 //     apart, with 4 mutatielevering: link i is tslev(i) - tslev(i-1), the first link from the
 //     registration's commit; idle, then beside 5,000 others (BRP_BENCH_CHAIN_BACKGROUND)
-//     registered just before it, interleaved in tsreg.
+//     registered just before it, interleaved in tsreg. Groups off (GROUPSIZE=1): a link is a
+//     round trip, which a group would fold into one transaction.
 //   - seed: the seed's polling, a round every DELAY only (WAKEUP=false and the notification
 //     triggers disabled), 4 mutatielevering, 4,000 handelingen over 5,000 persons (candidates
 //     below LIMIT: a full round would start the next at once), geleverd in a 15 s window.
@@ -423,11 +424,13 @@ func percentile(xs []float64, q float64) float64 {
 }
 
 // chain measures the per-link latency of one person's chain, idle and beside background work,
-// on one pipeline of 4 mutatielevering.
+// on one pipeline of 4 mutatielevering. A link is the round trip from one handeling's delivery
+// to the next one's, which groups (GROUPSIZE) would fold into one transaction: the chain runs
+// with a publication per handeling, so that it measures the round trip as it did.
 func (pb *pipelineBench) chain(b *testing.B) {
 	db, url := pb.db(b)
 	q := brptest.NewQueues(b)
-	ps := pb.start(b, url, q, 4)
+	ps := pb.start(b, url, q, 4, "BRP_LEVERING_ADMHNDPUBLICATIE_GROUPSIZE=1")
 	ps[0].WaitLeader(30 * time.Second)
 	for _, c := range ps[1:] {
 		c.WaitReady(30 * time.Second)

@@ -40,6 +40,8 @@ type config struct {
 	ViewSize          *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" max:"10000000"`
 	ViewBytes         *setup.Bytes     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES" max:"68719476736"`
 	PersonCap         *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_PERSONCAP" max:"10000000"`
+	GroupSize         *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_GROUPSIZE" max:"10000"`
+	GroupBytes        *setup.Bytes     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_GROUPBYTES" max:"67108864"`
 	Queue             *setup.Queue     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE"`
 	Excluded          *setup.List      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED"`
 	FoutPolicy        *string          `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY"`
@@ -63,6 +65,8 @@ func newConfig(pub *publicatie.Config) *config {
 		ViewSize:          (*setup.Positive)(&pub.ViewSize),
 		ViewBytes:         (*setup.Bytes)(&pub.ViewBytes),
 		PersonCap:         (*setup.Positive)(&pub.PersonCap),
+		GroupSize:         (*setup.Positive)(&pub.GroupSize),
+		GroupBytes:        (*setup.Bytes)(&pub.GroupBytes),
 		Queue:             (*setup.Queue)(&pub.Queue),
 		Excluded:          (*setup.List)(&pub.Excluded),
 		FoutPolicy:        (*string)(&pub.FoutPolicy),
