@@ -73,7 +73,8 @@ func TestLongReaderDoesNotPausePublication(t *testing.T) {
 // view (VIEWSIZE counts handelingen) and grew from 15 to 213 MB resident. The view is bounded
 // in bytes now (BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES, default 32 MiB); everything is still
 // delivered, in order. Each handeling shares one person with every 20th other, so twenty
-// chains deliver one link at a time while the rest waits in the view, which fills.
+// chains deliver one link at a time (groups off: with them the chains drain faster than the
+// view fills) while the rest waits in the view, which fills.
 func TestPublisherMemoryBoundedByViewBytes(t *testing.T) {
 	t.Parallel()
 	w := makeEmptyWorld(t, nil, brptest.Broker(), load.Spec{})
@@ -92,7 +93,7 @@ func TestPublisherMemoryBoundedByViewBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const viewBytes = 32 << 20 // the default
-	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"))
+	pub := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"), "BRP_LEVERING_ADMHNDPUBLICATIE_GROUPSIZE=1")
 	var most atomic.Int64
 	sampled := make(chan struct{})
 	go func() {
