@@ -103,12 +103,13 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, groups [][]int64, s
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 
-	l, err := c.lock(ctx, c.stmts.In(tx.Tx), ids)
+	q := c.stmts.In(tx.Tx)
+	l, err := c.lock(ctx, q, ids)
 	if err != nil {
 		return nil, err
 	}
 	if back := holdBack(groups, l.res, l.personen); len(back) > 0 {
-		if _, err := c.stmts.In(tx.Tx).ExecContext(ctx, holdBackSQL, pq.Array(back)); err != nil {
+		if _, err := q.ExecContext(ctx, holdBackSQL, pq.Array(back)); err != nil {
 			return nil, fmt.Errorf("hold back: %w", err)
 		}
 	}

@@ -264,8 +264,13 @@ func (s *stack) pairUp(ctx context.Context) error {
 
 // pairDown stops the pair, the slave first so that it does not take over.
 func (s *stack) pairDown(ctx context.Context, quiet bool) error {
-	for _, n := range []string{"b", "a"} {
-		if err := s.pairNode(n).stop(ctx, quiet); err != nil {
+	return stopNodes(ctx, quiet, s.pairNode("b"), s.pairNode("a"))
+}
+
+// stopNodes stops the brokers in the order given.
+func stopNodes(ctx context.Context, quiet bool, nodes ...*amqNode) error {
+	for _, n := range nodes {
+		if err := n.stop(ctx, quiet); err != nil {
 			return err
 		}
 	}
@@ -300,10 +305,5 @@ func (s *stack) networkUp(ctx context.Context) error {
 }
 
 func (s *stack) networkDown(ctx context.Context, quiet bool) error {
-	for _, n := range []string{"a", "b"} {
-		if err := s.netNode(n).stop(ctx, quiet); err != nil {
-			return err
-		}
-	}
-	return nil
+	return stopNodes(ctx, quiet, s.netNode("a"), s.netNode("b"))
 }

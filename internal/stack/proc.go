@@ -205,12 +205,3 @@ func without(env []string, names ...string) []string {
 		return slices.Contains(names, k)
 	})
 }
-
-// run runs a command to its end; its output goes into the error.
-func run(ctx context.Context, name string, args ...string) error {
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return nil
-}
