@@ -48,8 +48,8 @@ type Config struct {
 	MaxInLevering int
 	// GroupSize is the most handelingen one publication carries: a ready handeling and the
 	// later ones of the same persons that travel with it (a group, issue 25), delivered by
-	// one consumer in one transaction in their order. 1 publishes every handeling alone.
-	// Default DefaultGroupSize (1 with FixedDelay).
+	// one consumer in one transaction in their order. 1 publishes every handeling alone, as
+	// CONTRACT.md section 3 says ("one message per handeling"). Default DefaultGroupSize.
 	GroupSize int
 	// GroupBytes bounds a group's publication body (an estimate: 32 bytes a handeling, 20 a
 	// person); a group's first handeling goes whatever its size. Default DefaultGroupBytes.
@@ -84,8 +84,7 @@ type Config struct {
 	// system's defaults.
 	ListenDialer pq.Dialer
 	// FixedDelay makes every round follow the previous one after Delay, as in the seed: no
-	// wake-ups and no immediate follow-up after a full round, and (unless GroupSize says
-	// otherwise) one handeling a publication. For comparison only.
+	// wake-ups and no immediate follow-up after a full round. For comparison only.
 	FixedDelay bool
 	// Broker says how to reach the broker.
 	Broker broker.Config
@@ -113,9 +112,11 @@ const DefaultViewSize = 100_000
 // heap is about twice its live data (GOGC).
 const DefaultViewBytes = 32 << 20
 
-// DefaultGroupSize is Config.GroupSize's default: a person's queue of 10,000 handelingen
-// travels in 100 publications instead of 10,000 (docs/design.md, Groups).
-const DefaultGroupSize = 100
+// DefaultGroupSize is Config.GroupSize's default: 1, one handeling a publication, as the
+// contract says (CONTRACT.md section 3). Groups are turned on by setting it: 100 lets a
+// person's queue of 10,000 travel in 100 publications instead of 10,000 (docs/design.md,
+// Groups), once every consumer reads groups.
+const DefaultGroupSize = 1
 
 // DefaultGroupBytes is Config.GroupBytes's default: 64 KiB, far below what brokers accept
 // in a message, and a few thousand persons.
@@ -157,9 +158,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.GroupSize == 0 {
 		c.GroupSize = DefaultGroupSize
-		if c.FixedDelay {
-			c.GroupSize = 1 // the seed's behaviour: one handeling a publication
-		}
 	}
 	if c.GroupBytes == 0 {
 		c.GroupBytes = DefaultGroupBytes
