@@ -25,6 +25,21 @@ func CreateDB(ctx context.Context, serverURL, name string) (*sqlx.DB, string, er
 // (see the Bijhouding* forms), as on a production database before the service's first
 // migrate.
 func CreateDBWith(ctx context.Context, serverURL, name, ddl string) (*sqlx.DB, string, error) {
+	db, dbURL, err := CreateBareDB(ctx, serverURL, name, ddl)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := schema.Migrate(ctx, db.DB); err != nil {
+		db.Close()
+		return nil, "", fmt.Errorf("rig: migrate %s: %w", name, err)
+	}
+	return db, dbURL, nil
+}
+
+// CreateBareDB is CreateDBWith without the service's schema: the database holds what ddl
+// creates and nothing else, for a `publicatie migrate` of another build (a benchmark comparing
+// releases) or a measurement of bijhouding without the service.
+func CreateBareDB(ctx context.Context, serverURL, name, ddl string) (*sqlx.DB, string, error) {
 	if !dbName.MatchString(name) {
 		return nil, "", fmt.Errorf("rig: database name %q: expected a lower-case SQL identifier", name)
 	}
@@ -46,10 +61,6 @@ func CreateDBWith(ctx context.Context, serverURL, name, ddl string) (*sqlx.DB, s
 			db.Close()
 			return nil, "", fmt.Errorf("rig: bijhouding's tables in %s: %w", name, err)
 		}
-	}
-	if _, err := schema.Migrate(ctx, db.DB); err != nil {
-		db.Close()
-		return nil, "", fmt.Errorf("rig: migrate %s: %w", name, err)
 	}
 	return db, dbURL, nil
 }
@@ -86,6 +97,12 @@ func Redact(u string) string { return dbsession.Redact(u) }
 // The contract's tables as bijhouding may have created them (CONTRACT.md section 1 allows
 // each), for CreateDBWith. The service must work on every one of them.
 const (
+	// BijhoudingText is the contract's tables as migration 0001 creates them: statuslev text
+	// with a check.
+	BijhoudingText = `create table admhnd (id bigint primary key, soort text not null, tsreg timestamptz not null,
+			tslev timestamptz null, statuslev text null check (statuslev in ('in_levering', 'geleverd', 'fout')));
+		create table admhnd_persoon (admhnd_id bigint not null references admhnd (id), persoon_id bigint not null,
+			primary key (admhnd_id, persoon_id));`
 	// BijhoudingEnum has statuslev as a PostgreSQL enum type.
 	BijhoudingEnum = `create type admhnd_statuslev as enum ('in_levering', 'geleverd', 'fout');
 		create table admhnd (id bigint primary key, soort text not null, tsreg timestamptz not null,

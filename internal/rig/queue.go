@@ -16,6 +16,7 @@ type Received struct {
 	MessageID string
 	Header    map[string]string
 	Body      []byte
+	At        time.Time // when the reader received it
 }
 
 // Reader reads a queue back in order, as an afnemer would, acknowledging what it read. It
@@ -84,7 +85,8 @@ func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
 			if !ok {
 				return
 			}
-			rec := Received{AdmhndID: handeling.ParseID(m.Header(handeling.IDHeader)), MessageID: m.MessageID, Header: m.Headers(), Body: m.Body}
+			rec := Received{AdmhndID: handeling.ParseID(m.Header(handeling.IDHeader)), MessageID: m.MessageID, Header: m.Headers(),
+				Body: m.Body, At: time.Now()}
 			r.mu.Lock()
 			r.got = append(r.got, rec)
 			r.mu.Unlock()

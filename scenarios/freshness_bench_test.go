@@ -1,0 +1,305 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
+)
+
+// BenchmarkFreshness measures what afnemers feel: the time from a registration's commit to its
+// arrival on the verzending queue, while bijhouding registers at a steady rate and the service
+// runs (issue 32). One publicatie and four mutatielevering with their default settings, on a
+// PostgreSQL and an ActiveMQ of its own, a fresh database per measurement; each handeling is
+// registered in a bijhouding transaction of its own (the handeling, then its persons) by eight
+// registering connections that keep to the schedule (registration i is due at i/rate); an
+// afnemer reads the verzending queue and notes when each message arrives. Persons: 20,000, 10 %
+// of the handelingen touch two.
+//
+// tsreg takes three forms: now (the database's now(): the transaction's start), client (the
+// registering host's clock, read before the transaction begins, as an application server does)
+// and client_behind (the same clock 0.5 s behind the database's).
+//
+// Sub-benchmarks rep=R/rate=N/tsreg=F/version=V, alternating the versions inside each rate and
+// form. BRP_FRESH_VERSIONS lists them, comma-separated: "head" is this tree's commands, NAME=DIR
+// a directory holding publicatie and mutatielevering binaries of another build (whose own
+// `publicatie migrate` creates its schema). BRP_FRESH_RATES (default 500,2000),
+// BRP_FRESH_FORMS (default now,client,client_behind), BRP_FRESH_SECONDS (measured seconds per
+// run, default 20, after 3 s unmeasured), BRP_FRESH_REPS (default 1).
+//
+// Figures: offered_hps (registrations per second committed in the measured window),
+// delivered_ratio (verzending arrivals in that window over registrations in it: 1 keeps up),
+// p50_ms, p90_ms, p99_ms, max_ms (commit to arrival, every registration of the window, waited
+// for after the window ends), reg_p50_ms (bijhouding's transaction), order_violations.
+func BenchmarkFreshness(b *testing.B) {
+	svc := brptest.PrivateServices(b)
+	versions := freshVersions(b)
+	rates := envList("BRP_FRESH_RATES", "500,2000")
+	forms := envList("BRP_FRESH_FORMS", "now,client,client_behind")
+	secs := envInt("BRP_FRESH_SECONDS", 20)
+	reps := envInt("BRP_FRESH_REPS", 1)
+	for _, f := range forms {
+		if _, ok := tsregForms[f]; !ok {
+			b.Fatalf("BRP_FRESH_FORMS: unknown tsreg form %q", f)
+		}
+	}
+	// A fresh broker runs its first minute of work through its interpreter (docs/performance.md).
+	warm := freshRun(b, svc, versions[0], 2000, "now", 15*time.Second)
+	b.Logf("warm-up (not measured): %s p50 %.1f ms, p99 %.1f ms", versions[0].name, warm["p50_ms"], warm["p99_ms"])
+	for rep := 1; rep <= reps; rep++ {
+		for _, rate := range rates {
+			r, err := strconv.Atoi(rate)
+			if err != nil || r <= 0 {
+				b.Fatalf("BRP_FRESH_RATES: %q is not a rate", rate)
+			}
+			for _, form := range forms {
+				for _, v := range versions {
+					b.Run(fmt.Sprintf("rep=%d/rate=%d/tsreg=%s/version=%s", rep, r, form, v.name), measured(func(b *testing.B) figures {
+						return freshRun(b, svc, v, r, form, time.Duration(secs)*time.Second)
+					}))
+				}
+			}
+		}
+	}
+}
+
+// binVersion is a build of the two commands.
+type binVersion struct{ name, pub, con string }
+
+func freshVersions(b *testing.B) []binVersion {
+	var out []binVersion
+	for _, v := range envList("BRP_FRESH_VERSIONS", "head") {
+		name, dir, ok := strings.Cut(v, "=")
+		if !ok {
+			out = append(out, binVersion{name: name, pub: brptest.Build(b, "cmd/publicatie"), con: brptest.Build(b, "cmd/mutatielevering")})
+			continue
+		}
+		bv := binVersion{name: name, pub: filepath.Join(dir, "publicatie"), con: filepath.Join(dir, "mutatielevering")}
+		for _, f := range []string{bv.pub, bv.con} {
+			if _, err := os.Stat(f); err != nil {
+				b.Fatalf("BRP_FRESH_VERSIONS: %v", err)
+			}
+		}
+		out = append(out, bv)
+	}
+	return out
+}
+
+func envList(name, def string) []string {
+	v := os.Getenv(name)
+	if v == "" {
+		v = def
+	}
+	return strings.Split(v, ",")
+}
+
+// tsregForms are the tsreg expressions of a registration; $3 is the client's clock read before
+// the transaction began.
+var tsregForms = map[string]string{
+	"now":           `now()`,
+	"client":        `$3::timestamptz`,
+	"client_behind": `$3::timestamptz - interval '500 ms'`,
+}
+
+// registration is one handeling as the registering side saw it.
+type registration struct {
+	h      load.Handeling
+	begin  time.Time // before the clock was read for tsreg
+	commit time.Time // when the commit returned
+}
+
+// freshRun runs one measurement: a fresh database migrated by v's publicatie, v's processes,
+// registrations at rate for 3 s unmeasured and then d measured, and the latency of each.
+func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form string, d time.Duration) figures {
+	b.Helper()
+	db, dbURL := bareDB(b, svc)
+	migrate := exec.Command(v.pub, "migrate")
+	migrate.Env = rig.Environ("BRP_DATABASE_URL=" + dbURL)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("%s migrate: %v\n%s", v.name, err, out)
+	}
+	q := brptest.NewQueues(b)
+	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
+	env := func(extra ...string) []string {
+		return svc.Env(dbURL, q, append([]string{"BRP_LOG_LEVEL=info"}, extra...)...)
+	}
+	var procs []*rig.Proc
+	for i := range 4 {
+		c := brptest.Start(b, fmt.Sprintf("mutatielevering-%d", i+1), v.con, env()...)
+		c.WaitReady(time.Minute)
+		procs = append(procs, c.Proc)
+	}
+	pub := brptest.Start(b, "publicatie", v.pub, env()...)
+	procs = append(procs, pub.Proc)
+	pub.WaitLeader(time.Minute)
+	defer func() {
+		if err := rig.StopAll(20*time.Second, procs...); err != nil {
+			b.Log(err)
+		}
+	}()
+
+	warmup := 3 * time.Second
+	regs := register(b, db, rate, form, warmup+d)
+	start := regs[0].begin
+	from, until := start.Add(warmup), start.Add(warmup+d)
+
+	// Wait for every registration to arrive, then match.
+	byID := map[int64]registration{}
+	hs := map[int64]load.Handeling{}
+	for _, r := range regs {
+		byID[r.h.ID] = r
+		hs[r.h.ID] = r.h
+	}
+	arrived := map[int64]time.Time{}
+	brptest.EventuallyEvery(b, 3*time.Minute, 200*time.Millisecond, func() error {
+		for _, m := range verzending.Messages() {
+			if _, seen := arrived[m.AdmhndID]; !seen {
+				arrived[m.AdmhndID] = m.At
+			}
+		}
+		if len(arrived) < len(regs) {
+			return fmt.Errorf("%d of %d registrations on the verzending queue", len(arrived), len(regs))
+		}
+		return nil
+	})
+	rep := load.CheckOrder(verzending.IDs(), hs)
+	if rep.Distinct != len(regs) {
+		b.Fatalf("verzending holds %d distinct handelingen, %d registered", rep.Distinct, len(regs))
+	}
+	var lat, reg []float64
+	offered, delivered := 0, 0
+	for id, r := range byID {
+		at := arrived[id]
+		if !at.Before(from) && !at.After(until) {
+			delivered++
+		}
+		if r.commit.Before(from) || r.commit.After(until) {
+			continue
+		}
+		offered++
+		lat = append(lat, float64(at.Sub(r.commit))/float64(time.Millisecond))
+		reg = append(reg, float64(r.commit.Sub(r.begin))/float64(time.Millisecond))
+	}
+	slices.Sort(lat)
+	slices.Sort(reg)
+	pct := func(xs []float64, p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
+	f := figures{
+		"offered_hps":      float64(offered) / d.Seconds(),
+		"delivered_ratio":  float64(delivered) / float64(offered),
+		"p50_ms":           pct(lat, 0.5),
+		"p90_ms":           pct(lat, 0.9),
+		"p99_ms":           pct(lat, 0.99),
+		"max_ms":           lat[len(lat)-1],
+		"reg_p50_ms":       pct(reg, 0.5),
+		"order_violations": float64(len(rep.Violations)),
+	}
+	b.Logf("%s rate %d tsreg %s: offered %.0f/s, delivered %.3f, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d duplicates",
+		v.name, rate, form, f["offered_hps"], f["delivered_ratio"], f["p50_ms"], f["p90_ms"], f["p99_ms"], f["max_ms"], rep.Duplicates)
+	if len(rep.Violations) > 0 {
+		b.Errorf("per-person order violated:\n%s", strings.Join(rep.Violations, "\n"))
+	}
+	if w := pub.Warnings(); len(w) > 0 {
+		b.Logf("publicatie warnings: %d, the first: %s", len(w), w[0])
+	}
+	return f
+}
+
+// bareDB is a fresh database with nothing in it, dropped when b ends.
+func bareDB(b *testing.B, svc *brptest.Services) (*sqlx.DB, string) {
+	b.Helper()
+	name := "f_" + brptest.Name(b)
+	db, url, err := rig.CreateBareDB(context.Background(), svc.DatabaseURL(), name, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		db.Close()
+		_ = rig.DropDB(context.Background(), svc.DatabaseURL(), name)
+	})
+	return db, url
+}
+
+// register registers handelingen at rate for d, each in a transaction of its own, on eight
+// connections, and returns them in id order.
+func register(b *testing.B, db *sqlx.DB, rate int, form string, d time.Duration) []registration {
+	b.Helper()
+	const workers, personen = 8, 20_000
+	db.SetMaxOpenConns(workers)
+	db.SetMaxIdleConns(workers)
+	insert := `insert into admhnd (id, soort, tsreg) values ($1, $2, ` + tsregForms[form] + `) returning tsreg`
+	total := int(float64(rate) * d.Seconds())
+	out := make([]registration, total)
+	var next atomic.Int64
+	start := time.Now().Add(50 * time.Millisecond)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 32))
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= total {
+					return
+				}
+				time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))))
+				ps := []int64{int64(1 + r.IntN(personen))}
+				if r.IntN(10) == 0 {
+					if p := int64(1 + r.IntN(personen)); p != ps[0] {
+						ps = append(ps, p)
+					}
+				}
+				slices.Sort(ps)
+				reg := registration{h: load.Handeling{ID: int64(i + 1), Soort: "VERHUIZING", Personen: ps}, begin: time.Now()}
+				args := []any{reg.h.ID, reg.h.Soort}
+				if form != "now" {
+					args = append(args, reg.begin)
+				}
+				err := func() error {
+					tx, err := db.BeginTxx(context.Background(), nil)
+					if err != nil {
+						return err
+					}
+					defer tx.Rollback() //nolint:errcheck // after commit a no-op
+					if err := tx.Get(&reg.h.Tsreg, insert, args...); err != nil {
+						return err
+					}
+					if _, err := tx.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`,
+						reg.h.ID, pq.Array(ps)); err != nil {
+						return err
+					}
+					return tx.Commit()
+				}()
+				if err != nil {
+					errs <- err
+					return
+				}
+				reg.commit = time.Now()
+				out[i] = reg
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatalf("bijhouding: %v", err)
+	}
+	return out
+}
