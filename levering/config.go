@@ -26,6 +26,10 @@ type Config struct {
 	// handeling.DefaultExcluded(); an empty non-nil slice excludes nothing. The same setting
 	// as the publisher's (BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED).
 	Excluded []string
+	// FoutPolicy decides whether a fout handeling that no operator released holds back the
+	// later handelingen of its persons here too, as it does at the publisher: the same setting
+	// (BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY). Default handeling.Strict.
+	FoutPolicy handeling.FoutPolicy
 	// Workers is how many batches this process handles at once. Default 2.
 	Workers int
 	// Batch is the most publications a worker handles in one database transaction and one
@@ -60,8 +64,8 @@ type Config struct {
 
 // Hooks are fault seams: tests use them to fail or kill at a precise step. Nil does nothing.
 type Hooks struct {
-	// AfterLock runs after a batch's locking statement (the rows are locked and updated, not
-	// committed), before the verzending send; an error rolls back and hands the batch back.
+	// AfterLock runs after a batch's rows are locked, checked and updated (not committed),
+	// before the verzending send; an error rolls back and hands the batch back.
 	AfterLock fault.Hook
 	// AfterVerzending runs after a batch's verzending messages were confirmed, before the
 	// database commit; an error rolls the transaction back and hands the batch back.
@@ -104,6 +108,9 @@ func (c *Config) setDefaults() {
 	if c.Excluded == nil {
 		c.Excluded = handeling.DefaultExcluded()
 	}
+	if c.FoutPolicy == "" {
+		c.FoutPolicy = handeling.Strict
+	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
@@ -142,6 +149,8 @@ func (c Config) validate() error {
 		return bad("Batch", c.Batch, "expected a positive number")
 	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
 		return bad("Prefetch", c.Prefetch, "expected a positive number of at most %d", maxPrefetch)
+	case !c.FoutPolicy.Valid():
+		return bad("FoutPolicy", c.FoutPolicy, "expected %s or %s", handeling.Strict, handeling.Skip)
 	case c.BatchTimeout < 0:
 		return bad("BatchTimeout", c.BatchTimeout, "expected a positive duration")
 	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:

@@ -26,8 +26,32 @@ const (
 	markedFout                // a known error: statuslev fout
 	unknown                   // no such handeling
 	excluded                  // its soort is excluded from delivery: set aside, untouched
-	heldBack                  // after a fout one of its persons in its publication: set back to be delivered
+	heldBack                  // not delivered now (result.reason says why); the publisher publishes it again
 )
+
+// Why a handeling was held back: the label of brp_levering_held_back_total.
+const (
+	// reasonOlderOpen: an older handeling of one of its persons is still to be delivered (NULL,
+	// in levering outside this batch, or fout and unreleased under the strict policy).
+	reasonOlderOpen = "older_open"
+	// reasonBehindFout: an older handeling of one of its persons in this batch ended fout.
+	reasonBehindFout = "behind_fout"
+	// reasonPersonsChanged: its persons in the database are not those its publication carried.
+	reasonPersonsChanged = "persons_changed"
+	// reasonNotInLevering: it is still to be delivered, not in levering: a publication of a
+	// round whose database commit failed, or one the publisher did not send. Left untouched.
+	reasonNotInLevering = "not_in_levering"
+)
+
+// heldBackReasons are every reason, so the counter shows each from the start.
+var heldBackReasons = []string{reasonOlderOpen, reasonBehindFout, reasonPersonsChanged, reasonNotInLevering}
+
+// result is what a batch's transaction did to one handeling.
+type result struct {
+	outcome
+	reason  string // heldBack: why; markedFout: the foutreden
+	blocker int64  // heldBack for reasonOlderOpen: the older handeling it waits for (0: one of the batch)
+}
 
 // errBroker marks a failure of the broker connection (as opposed to the database).
 var errBroker = errors.New("broker")
@@ -41,62 +65,98 @@ type Verzending struct {
 	Personen []int64   `json:"personen"`
 }
 
-// deliverSQL is deliver's one statement: lock the rows in id order (two workers holding copies
-// of the same handelingen cannot deadlock), read their persons, and set geleverd, or fout when
-// a handeling has no persons or ($4) a tsreg outside the accepted range, where not yet
-// delivered and its soort is not excluded ($3).
-// Two updates of disjoint rows, each
-// assigning its status as a bare literal: bijhouding's statuslev may be an enum, and a CASE
-// of literals would be text, which PostgreSQL does not assign to an enum. The condition is judged on the locked,
-// latest version of each row (l), so a publisher's round that held the lock is seen committed.
-// One statement instead of four saves the round trips and plans, and the persons are read in
-// the same snapshot as the rows: bijhouding writes a handeling and its persons together.
-var deliverSQL = `
-		with l as (
-			select id, soort, tsreg, statuslev, tslev from admhnd
-			where id = any($1) order by id for update
+// lockSQL locks a batch's rows in id order, so that two workers holding copies of the same
+// handelingen cannot deadlock. It is a statement of its own: a statement's snapshot is taken
+// when it starts, and persons another transaction committed while this one waited for a row
+// (the insert's foreign key, or migration 0011's trigger, holds the handeling's row) must be
+// seen by the check that follows.
+const lockSQL = `select id from admhnd where id = any($1) order by id for update`
+
+// checkSQL reads, after lockSQL, what the consumer needs to decide on each handeling of a
+// batch ($1): its soort, tsreg (NULL outside the accepted range), status, whether an
+// operator released it, its persons, and the oldest handeling outside the batch that one of
+// its persons must have delivered first ($2 the excluded soorten, $3 the strict fout policy):
+// older (tsreg, id), of a soort not excluded, and NULL, in levering, or (strict) fout and not
+// released. That one is looked up once per person of the batch, through the person's
+// handelingen (admhnd_persoon by persoon_id, then admhnd by id): its cost grows with the
+// handelingen each person has, not with the table.
+var checkSQL = `
+		with b as (
+			select id, soort, tsreg, statuslev, vrijgegeven is not null as vrijgegeven from admhnd where id = any($1)
 		), p as (
 			select admhnd_id, array_agg(distinct persoon_id order by persoon_id) as personen
 			from admhnd_persoon where admhnd_id = any($1) group by admhnd_id
-		), g as (
-			update admhnd a set statuslev = ` + handeling.GeleverdSQL + `, tslev = now()
-			from l join p on p.admhnd_id = l.id
-			where a.id = l.id and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
-			  and l.soort <> all($3::text[]) and ` + handeling.TsregAcceptedOn("l.tsreg") + `
-			returning a.id, a.statuslev, a.tslev, a.foutreden
 		), o as (
-			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $4
-			from l
-			where a.id = l.id and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
-			  and l.soort <> all($3::text[]) and not ` + handeling.TsregAcceptedOn("l.tsreg") + `
-			returning a.id, a.statuslev, a.tslev, a.foutreden
-		), f as (
-			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $2
-			from l left join p on p.admhnd_id = l.id
-			where a.id = l.id and p.admhnd_id is null and (l.tslev is null or l.statuslev = ` + handeling.InLeveringSQL + `)
-			  and l.soort <> all($3::text[]) and ` + handeling.TsregAcceptedOn("l.tsreg") + `
-			returning a.id, a.statuslev, a.tslev, a.foutreden
-		), u as (
-			select * from g union all select * from f union all select * from o
+			select pp.persoon_id, f.id, f.tsreg, f.te_leveren
+			from (select distinct persoon_id from admhnd_persoon where admhnd_id = any($1)) pp
+			cross join lateral (
+				select a.id, a.tsreg, a.statuslev is null as te_leveren
+				from admhnd_persoon op join admhnd a on a.id = op.admhnd_id
+				where op.persoon_id = pp.persoon_id and op.admhnd_id <> all($1) and a.soort <> all($2::text[])
+				  and (a.statuslev is null or ` + handeling.BlocksSQL("$3") + `)
+				order by a.tsreg, a.id limit 1) f
 		)
-		select l.id, l.soort, case when ` + handeling.TsregAcceptedOn("l.tsreg") + ` then l.tsreg end,
-			coalesce(p.personen, '{}'), u.statuslev, u.tslev, coalesce(u.foutreden, '')
-		from l left join p on p.admhnd_id = l.id left join u on u.id = l.id`
+		select b.id, row_number() over (order by b.tsreg, b.id), b.soort,
+			case when ` + handeling.TsregAcceptedOn("b.tsreg") + ` then b.tsreg end,
+			coalesce(b.statuslev::text, ''), b.vrijgegeven, coalesce(p.personen, '{}'),
+			coalesce(k.id, 0), coalesce(k.te_leveren, false)
+		from b left join p on p.admhnd_id = b.id
+		left join lateral (
+			select o.id, o.te_leveren from o
+			where o.persoon_id = any(p.personen) and (o.tsreg, o.id) < (b.tsreg, b.id)
+			order by o.tsreg, o.id limit 1) k on true`
+
+// applySQL writes what the consumer decided, on rows it holds locked and found in levering:
+// geleverd ($1, returning their tslev), fout with a reason ($2, $3), back to be delivered ($4:
+// the update fires admhnd_teruggezet of migration 0007, so the publisher takes them back
+// before anything newer of their persons), and ($5) older handelingen still to be delivered
+// that held one back, recorded for the publisher, whose view may lack them (registered
+// late). Each status is assigned as a bare literal: bijhouding's statuslev may be an enum.
+var applySQL = `
+		with f as (
+			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = r.reden
+			from unnest($2::bigint[], $3::text[]) as r(id, reden)
+			where a.id = r.id and a.statuslev = ` + handeling.InLeveringSQL + `
+			returning a.id
+		), h as (
+			update admhnd set statuslev = null, tslev = null
+			where id = any($4) and statuslev = ` + handeling.InLeveringSQL + `
+			returning id
+		), n as (
+			insert into publicatie_nakomer (admhnd_id) select x from unnest($5::bigint[]) as x order by x
+			on conflict do nothing
+			returning admhnd_id
+		)
+		update admhnd set statuslev = ` + handeling.GeleverdSQL + `, tslev = now()
+		where id = any($1) and statuslev = ` + handeling.InLeveringSQL + `
+		returning id, tslev`
 
 // foutGeenPersonen is the foutreden of a handeling without bijgehouden personen.
 const foutGeenPersonen = "handeling heeft geen bijgehouden personen"
 
+// row is a handeling of a batch as checkSQL read it, under the batch's row locks.
+type row struct {
+	id          int64
+	place       int // in the batch's delivery order: (tsreg, id), odd tsreg where the database sorts it
+	soort       string
+	tsreg       sql.NullTime // NULL: outside the accepted range
+	status      handeling.Status
+	vrijgegeven bool
+	personen    []int64
+	blocker     int64 // the oldest older handeling outside the batch to be delivered first; 0: none
+	blockerNull bool  // that one is still to be delivered (NULL), not in levering or fout
+}
+
 // deliver runs the consumer's database transaction for a batch of distinct ids, sorted (the
-// order in which their rows are locked): deliverSQL, then the delivered ones to the
-// verzending queue in delivery order (tsreg, id) in one broker transaction confirmed by a
-// receipt, and only then commit. groups are the batch's publications, each its handelingen in
-// delivery order: in a publication, a handeling after one that became fout and shares a
-// person with it (or with one held back) is held back: set back to be delivered, not sent.
-func (c *Consumer) deliver(ctx context.Context, ids []int64, groups [][]int64, send *broker.Conn, b *batch) (map[int64]outcome, error) {
-	// deliverSQL runs prepared: its generic plan (primary-key probes) is the right plan for
-	// every batch. An error is the database being away, which BeginTxx reports.
+// order in which their rows are locked): lockSQL, checkSQL, the decision (decide), applySQL,
+// then the delivered ones to the verzending queue in delivery order (tsreg, id) in one broker
+// transaction confirmed by a receipt, and only then commit. carried are the persons each
+// publication of the batch named for each id.
+func (c *Consumer) deliver(ctx context.Context, ids []int64, carried map[int64][][]int64, send *broker.Conn, b *batch) (map[int64]result, error) {
+	// The statements run prepared: their generic plans (primary-key and person probes) are the
+	// right plans for every batch. An error is the database being away, which BeginTxx reports.
 	b.at(stepLock)
-	_ = c.stmts.Prepare(ctx, deliverSQL)
+	_ = c.stmts.Prepare(ctx, lockSQL, checkSQL, applySQL)
 	tx, err := c.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -104,19 +164,22 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, groups [][]int64, s
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 
 	q := c.stmts.In(tx.Tx)
-	l, err := c.lock(ctx, q, ids)
+	if _, err := q.ExecContext(ctx, lockSQL, pq.Array(ids)); err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	rows, err := c.check(ctx, q, ids)
 	if err != nil {
 		return nil, err
 	}
-	if back := holdBack(groups, l.res, l.personen); len(back) > 0 {
-		if _, err := q.ExecContext(ctx, holdBackSQL, pq.Array(back)); err != nil {
-			return nil, fmt.Errorf("hold back: %w", err)
-		}
+	res := decide(rows, carried, c.cfg.Excluded, c.cfg.FoutPolicy == handeling.Strict)
+	found, err := c.apply(ctx, q, res, rows)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.cfg.Hooks.AfterLock.Run(ctx, ids); err != nil {
 		return nil, fmt.Errorf("%w: %w", errBroker, err)
 	}
-	msgs, sent, err := l.verzendingen(c.cfg.VerzendingQueue)
+	msgs, sent, err := verzendingen(found, c.cfg.VerzendingQueue)
 	if err != nil {
 		return nil, err
 	}
@@ -133,74 +196,179 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, groups [][]int64, s
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
-	c.logOutcomes(l, ids, sent)
-	return l.res, nil
+	c.logOutcomes(res, ids, sent)
+	return res, nil
 }
 
-// locked is what deliverSQL did to a batch's handelingen, read in its transaction.
-type locked struct {
-	res      map[int64]outcome
-	found    map[int64]*Verzending // the delivered ones
-	personen map[int64][]int64
-	reasons  map[int64]string // the fout ones' foutreden
-}
-
-// lock runs deliverSQL for ids and reads what it did.
-func (c *Consumer) lock(ctx context.Context, q prepared.Tx, ids []int64) (*locked, error) {
-	l := &locked{res: make(map[int64]outcome, len(ids)), found: make(map[int64]*Verzending, len(ids)),
-		personen: make(map[int64][]int64, len(ids)), reasons: map[int64]string{}}
-	for _, id := range ids {
-		l.res[id] = unknown
+// check runs checkSQL for ids.
+func (c *Consumer) check(ctx context.Context, q prepared.Tx, ids []int64) ([]row, error) {
+	rs, err := q.QueryContext(ctx, checkSQL, pq.Array(ids), pq.Array(c.cfg.Excluded), c.cfg.FoutPolicy == handeling.Strict)
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
 	}
-	rows, err := q.QueryContext(ctx, deliverSQL, pq.Array(ids), foutGeenPersonen, pq.Array(c.cfg.Excluded), handeling.FoutTsreg)
+	defer rs.Close()
+	var out []row
+	for rs.Next() {
+		var r row
+		var personen pq.Int64Array
+		if err := rs.Scan(&r.id, &r.place, &r.soort, &r.tsreg, &r.status, &r.vrijgegeven, &personen, &r.blocker, &r.blockerNull); err != nil {
+			return nil, fmt.Errorf("check: %w", err)
+		}
+		r.personen = personen
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	return out, nil
+}
+
+// decide says what becomes of each handeling of a batch (rows, as checkSQL read them under the
+// batch's row locks; carried, the persons its publications named): the order check. A
+// handeling is delivered only when it is in levering, its persons are those its publications
+// carried, no older handeling of its persons outside the batch must be delivered first
+// (row.blocker), and no older one of the batch that shares a person with it is left
+// undelivered (in (tsreg, id) order, each undelivered one holds its persons back for the
+// rest). Unknown ids (no row) are unknown.
+func decide(rows []row, carried map[int64][][]int64, excludedSoorten []string, strict bool) map[int64]result {
+	res := make(map[int64]result, len(carried))
+	for id := range carried {
+		res[id] = result{outcome: unknown}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.place, b.place) })
+	held := map[int64]string{} // person -> why its later handelingen of the batch wait
+	hold := func(reason string, persons ...[]int64) {
+		for _, ps := range persons {
+			for _, p := range ps {
+				if _, ok := held[p]; !ok {
+					held[p] = reason
+				}
+			}
+		}
+	}
+	heldBy := func(ps []int64) string {
+		for _, p := range ps {
+			if why, ok := held[p]; ok {
+				return why
+			}
+		}
+		return ""
+	}
+	for _, r := range rows {
+		var out result
+		switch {
+		case slices.Contains(excludedSoorten, r.soort):
+			// Nobody publishes an excluded soort: this publication was sent by hand, or by a
+			// publisher configured otherwise. Delivering it would break the exclusion. It never
+			// holds anyone back.
+			out = result{outcome: excluded}
+		case r.status == handeling.Geleverd:
+			out = result{outcome: duplicate}
+		case r.status == handeling.Fout:
+			out = result{outcome: duplicate}
+			if strict && !r.vrijgegeven {
+				hold(reasonBehindFout, r.personen)
+			}
+		case r.status != handeling.InLevering:
+			out = result{outcome: heldBack, reason: reasonNotInLevering}
+			hold(reasonOlderOpen, r.personen)
+		case !carriedAre(carried[r.id], r.personen):
+			out = result{outcome: heldBack, reason: reasonPersonsChanged}
+			hold(reasonOlderOpen, append(slices.Concat(carried[r.id]...), r.personen...))
+		case len(r.personen) == 0:
+			out = result{outcome: markedFout, reason: foutGeenPersonen}
+		case !r.tsreg.Valid:
+			out = result{outcome: markedFout, reason: handeling.FoutTsreg}
+			hold(reasonBehindFout, r.personen)
+		case heldBy(r.personen) != "":
+			out = result{outcome: heldBack, reason: heldBy(r.personen)}
+			hold(reasonOlderOpen, r.personen)
+		case r.blocker != 0:
+			out = result{outcome: heldBack, reason: reasonOlderOpen, blocker: r.blocker}
+			hold(reasonOlderOpen, r.personen)
+		default:
+			out = result{outcome: delivered}
+		}
+		res[r.id] = out
+	}
+	return res
+}
+
+// carriedAre says whether every person list the publications carried for a handeling is the
+// set personen (sorted, distinct), in whatever order or repetition it came.
+func carriedAre(carried [][]int64, personen []int64) bool {
+	for _, ps := range carried {
+		ps = slices.Compact(slices.Sorted(slices.Values(ps)))
+		if !slices.Equal(ps, personen) {
+			return false
+		}
+	}
+	return true
+}
+
+// apply runs applySQL for res and returns the delivered handelingen's verzendingen.
+func (c *Consumer) apply(ctx context.Context, q prepared.Tx, res map[int64]result, rows []row) (map[int64]*Verzending, error) {
+	var lev, foutIDs, back, blockers []int64
+	var redenen []string
+	for id, r := range res {
+		switch r.outcome {
+		case delivered:
+			lev = append(lev, id)
+		case markedFout:
+			foutIDs, redenen = append(foutIDs, id), append(redenen, r.reason)
+		case heldBack:
+			if r.reason != reasonNotInLevering {
+				back = append(back, id)
+			}
+		}
+	}
+	for _, r := range rows {
+		if res[r.id].outcome == heldBack && r.blockerNull && !slices.Contains(blockers, r.blocker) {
+			blockers = append(blockers, r.blocker)
+		}
+	}
+	if len(lev)+len(foutIDs)+len(back) == 0 {
+		return nil, nil
+	}
+	slices.Sort(blockers)
+	rs, err := q.QueryContext(ctx, applySQL, pq.Array(lev), pq.Array(foutIDs), pq.Array(redenen), pq.Array(back), pq.Array(blockers))
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		v := &Verzending{}
-		var personen pq.Int64Array
-		var status handeling.Status
-		var tsreg, tslev sql.NullTime // tsreg NULL: outside the accepted range, set fout
-		var reason string
-		if err := rows.Scan(&v.ID, &v.Soort, &tsreg, &personen, &status, &tslev, &reason); err != nil {
+	defer rs.Close()
+	byID := make(map[int64]row, len(rows))
+	for _, r := range rows {
+		byID[r.id] = r
+	}
+	found := make(map[int64]*Verzending, len(lev))
+	for rs.Next() {
+		var id int64
+		var tslev time.Time
+		if err := rs.Scan(&id, &tslev); err != nil {
 			return nil, fmt.Errorf("deliver: %w", err)
 		}
-		v.Tsreg, v.Personen = tsreg.Time, []int64(personen)
-		l.personen[v.ID] = v.Personen
-		switch {
-		case slices.Contains(c.cfg.Excluded, v.Soort):
-			// Nobody publishes an excluded soort: this publication was sent by hand, or by a
-			// publisher configured otherwise. Delivering it would break the exclusion.
-			l.res[v.ID] = excluded
-		case status == handeling.Geleverd:
-			l.res[v.ID] = delivered
-			v.Tslev = tslev.Time
-			l.found[v.ID] = v
-		case status == handeling.Fout:
-			l.res[v.ID] = markedFout
-			l.reasons[v.ID] = reason
-		default:
-			l.res[v.ID] = duplicate
-		}
+		r := byID[id]
+		found[id] = &Verzending{ID: id, Soort: r.soort, Tsreg: r.tsreg.Time, Tslev: tslev, Personen: r.personen}
 	}
-	if err := rows.Err(); err != nil {
+	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
-	return l, nil
+	if len(found) != len(lev) {
+		// The rows are locked and were read in levering: nothing else can have changed them.
+		return nil, fmt.Errorf("deliver: %d of %d handelingen set geleverd", len(found), len(lev))
+	}
+	return found, nil
 }
 
 // verzendingen returns the verzending messages of the delivered handelingen, in delivery order
 // (tsreg, id): each person's in order.
-func (l *locked) verzendingen(queue string) ([]broker.Message, []int64, error) {
-	var sent []int64
-	for id, o := range l.res {
-		if o == delivered {
-			sent = append(sent, id)
-		}
+func verzendingen(found map[int64]*Verzending, queue string) ([]broker.Message, []int64, error) {
+	sent := make([]int64, 0, len(found))
+	for id := range found {
+		sent = append(sent, id)
 	}
 	slices.SortFunc(sent, func(a, b int64) int {
-		if c := l.found[a].Tsreg.Compare(l.found[b].Tsreg); c != 0 {
+		if c := found[a].Tsreg.Compare(found[b].Tsreg); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
@@ -210,7 +378,7 @@ func (l *locked) verzendingen(queue string) ([]broker.Message, []int64, error) {
 		// encoding/json's output is always text (broker.IsText: it escapes control characters
 		// and replaces bytes that are not UTF-8), so Send never refuses a verzending with
 		// broker.ErrNotText (TestVerzendingIsText).
-		body, err := json.Marshal(l.found[id])
+		body, err := json.Marshal(found[id])
 		if err != nil {
 			return nil, nil, fmt.Errorf("encode verzending %d: %w", id, err)
 		}
@@ -219,49 +387,24 @@ func (l *locked) verzendingen(queue string) ([]broker.Message, []int64, error) {
 	return msgs, sent, nil
 }
 
-// logOutcomes logs a committed batch's deliveries, fouts and held-back handelingen.
-func (c *Consumer) logOutcomes(l *locked, ids, sent []int64) {
+// logOutcomes logs a committed batch's deliveries, fouts and held-back handelingen, by admhnd
+// id only: persoon ids are personal data.
+func (c *Consumer) logOutcomes(res map[int64]result, ids, sent []int64) {
 	for _, id := range sent {
 		c.log.Debug("handeling geleverd", slog.Int64("admhnd_id", id))
 	}
 	for _, id := range ids {
-		switch l.res[id] {
-		case markedFout:
-			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", l.reasons[id]))
-		case heldBack:
-			c.log.Info("handeling held back behind a fout one of its persons; set back to be delivered", slog.Int64("admhnd_id", id))
+		switch r := res[id]; {
+		case r.outcome == markedFout:
+			c.log.Warn("handeling fout", slog.Int64("admhnd_id", id), slog.String("reason", r.reason))
+		case r.outcome == heldBack && r.reason == reasonNotInLevering:
+			c.log.Info("publication of a handeling that is not in levering left to the publisher", slog.Int64("admhnd_id", id))
+		case r.outcome == heldBack:
+			attrs := []any{slog.Int64("admhnd_id", id), slog.String("reason", r.reason)}
+			if r.blocker != 0 {
+				attrs = append(attrs, slog.Int64("waits_for_admhnd_id", r.blocker))
+			}
+			c.log.Info("handeling held back: set back to be delivered", attrs...)
 		}
 	}
 }
-
-// holdBack marks, in res, the delivered handelingen that must wait: in a publication, those
-// after a fout one (or one held back) that share a person with it. It returns their ids.
-func holdBack(groups [][]int64, res map[int64]outcome, personen map[int64][]int64) []int64 {
-	var back []int64
-	for _, g := range groups {
-		var held map[int64]bool
-		for _, id := range g {
-			hit := slices.ContainsFunc(personen[id], func(p int64) bool { return held[p] })
-			switch {
-			case res[id] == markedFout, res[id] == heldBack:
-			case res[id] == delivered && hit:
-				res[id] = heldBack
-				back = append(back, id)
-			default:
-				continue
-			}
-			if held == nil {
-				held = map[int64]bool{}
-			}
-			for _, p := range personen[id] {
-				held[p] = true
-			}
-		}
-	}
-	return back
-}
-
-// holdBackSQL sets held-back handelingen, which deliverSQL has just set geleverd, back to be
-// delivered; the update fires admhnd_teruggezet (migration 0007), so the publisher takes them
-// back, before anything newer of their persons.
-const holdBackSQL = `update admhnd set statuslev = null, tslev = null where id = any($1)`

@@ -19,7 +19,7 @@ import (
 // errBadInput marks a publication that can never be processed; it is set aside.
 var errBadInput = errors.New("bad publication")
 
-func parse(m *broker.Delivery) ([]int64, error) {
+func parse(m *broker.Delivery) ([]handeling.Member, error) {
 	if !broker.IsText(m.Body) {
 		// Publications are text (CONTRACT.md section 3); encoding/json would read a string
 		// with bytes that are not UTF-8 as if they were replacement characters.
@@ -36,14 +36,10 @@ func parse(m *broker.Delivery) ([]int64, error) {
 		return nil, fmt.Errorf("%w: %s header %q differs from body id %d", errBadInput, handeling.IDHeader, h, p.ID)
 	}
 	members := p.Members()
-	ids := make([]int64, len(members))
-	for i, mb := range members {
-		ids[i] = mb.ID
+	if len(members) > maxGroup {
+		return nil, fmt.Errorf("%w: %d handelingen in one publication, more than %d", errBadInput, len(members), maxGroup)
 	}
-	if len(ids) > maxGroup {
-		return nil, fmt.Errorf("%w: %d handelingen in one publication, more than %d", errBadInput, len(ids), maxGroup)
-	}
-	return ids, nil
+	return members, nil
 }
 
 // maxGroup bounds the handelingen of one publication a consumer accepts: the publisher's
@@ -71,7 +67,7 @@ func jsonProblem(err error) string {
 func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *broker.Conn, b *batch) error {
 	byID := map[int64][]*broker.Delivery{}
 	var ids []int64
-	var groups [][]int64 // per publication, its handelingen in delivery order
+	carried := map[int64][][]int64{} // the persons each publication named for a handeling
 	for _, m := range msgs {
 		members, err := parse(m)
 		if err != nil {
@@ -81,15 +77,15 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 			}
 			continue
 		}
-		for _, id := range members {
-			if len(byID[id]) == 0 {
-				ids = append(ids, id)
+		for _, mb := range members {
+			if len(byID[mb.ID]) == 0 {
+				ids = append(ids, mb.ID)
 			}
-			if !slices.Contains(byID[id], m) {
-				byID[id] = append(byID[id], m)
+			if !slices.Contains(byID[mb.ID], m) {
+				byID[mb.ID] = append(byID[mb.ID], m)
 			}
+			carried[mb.ID] = append(carried[mb.ID], mb.Personen)
 		}
-		groups = append(groups, members)
 	}
 	if len(ids) == 0 {
 		return nil
@@ -99,7 +95,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	failing, locked := false, false
 	for {
-		res, err := c.deliver(ctx, ids, groups, send, b)
+		res, err := c.deliver(ctx, ids, carried, send, b)
 		switch {
 		case err == nil:
 			if failing {
@@ -135,10 +131,11 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 // record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit. A
 // publication of several handelingen is set aside once, for the first of them that is unknown
 // or excluded; the others it carries are delivered all the same.
-func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[int64][]*broker.Delivery, send *broker.Conn, b *batch) error {
+func (c *Consumer) record(ctx context.Context, res map[int64]result, byID map[int64][]*broker.Delivery, send *broker.Conn, b *batch) error {
 	var ids []int64
 	setAside := map[*broker.Delivery]bool{}
-	for id, o := range res {
+	for id, r := range res {
+		o := r.outcome
 		ids = append(ids, id)
 		copies := int64(len(byID[id]))
 		switch o {
@@ -150,6 +147,7 @@ func (c *Consumer) record(ctx context.Context, res map[int64]outcome, byID map[i
 			c.duplicates.Add(copies - 1)
 		case heldBack:
 			c.heldBack.Add(1)
+			c.heldBackBy.WithLabelValues(r.reason).Inc()
 		case duplicate:
 			c.duplicates.Add(copies)
 			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),

@@ -35,6 +35,7 @@ type Consumer struct {
 	connected                                            atomic.Bool
 	processing                                           prometheus.Histogram
 	reconnects                                           *prometheus.CounterVec
+	heldBackBy                                           *prometheus.CounterVec // by reason
 
 	stmts   *prepared.Cache // deliverSQL
 	batches []*batch        // one per worker
@@ -74,6 +75,14 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 	for _, d := range []string{"database", "broker"} {
 		c.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
 	}
+	c.heldBackBy = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "held_back_total",
+		Help: "Handelingen of a publication not delivered now, by reason (docs/robustness.md, Order at the consumer): " +
+			"an older handeling of a person still to be delivered (older_open) or fout in the same batch (behind_fout), " +
+			"persons that differ from those the publication carried (persons_changed), set back to be delivered; " +
+			"or not in levering at all (not_in_levering), left as it was. The publisher publishes each again."}, []string{"reason"})
+	for _, r := range heldBackReasons {
+		c.heldBackBy.WithLabelValues(r)
+	}
 	if reg == nil {
 		return
 	}
@@ -81,7 +90,6 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 		counter("delivered_total", "Handelingen set geleverd and sent to the verzending queue by this process.", &c.delivered),
 		counter("duplicates_total", "Publications absorbed because their handeling was already delivered.", &c.duplicates),
 		counter("fout_total", "Handelingen set fout (known errors) by this process.", &c.fout),
-		counter("held_back_total", "Handelingen of a publication held back behind a fout one of their persons (set back to be delivered).", &c.heldBack),
 		counter("set_aside_total", "Unreadable publications sent to the dead-letter queue.", &c.parked),
 		counter("stuck_batches_total", "Batches handed back because a worker held them longer than the batch timeout.", &c.stuck),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "batch_age_seconds",
@@ -94,7 +102,7 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 			}
 			return 0
 		}),
-		c.processing, c.reconnects, broker.NodeCollector(handeling.MetricsNamespace, c.subs, c.sends))
+		c.processing, c.reconnects, c.heldBackBy, broker.NodeCollector(handeling.MetricsNamespace, c.subs, c.sends))
 }
 
 // Connected reports whether the consumer is subscribed to the publication queue now.
@@ -133,8 +141,8 @@ func (c *Consumer) oldestBatch() time.Duration {
 // Counts is what a Consumer has done since it started.
 type Counts struct {
 	Delivered, Duplicates, Fout, Parked int64
-	// HeldBack counts handelingen of a publication set back to be delivered behind a fout one
-	// of their persons.
+	// HeldBack counts handelingen of a publication not delivered now, whatever the reason
+	// (brp_levering_held_back_total).
 	HeldBack int64
 }
 

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
@@ -21,6 +24,7 @@ import (
 )
 
 type env struct {
+	reg        *prometheus.Registry
 	db         *sqlx.DB
 	q          brptest.Queues
 	c          *levering.Consumer
@@ -30,12 +34,19 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
+	return startWith(t, levering.Config{})
+}
+
+// startWith runs a consumer with cfg (its queues, broker and workers set here) on a database
+// and queues of the test's own.
+func startWith(t *testing.T, cfg levering.Config) *env {
+	t.Helper()
 	db, _ := brptest.DB(t)
 	q := brptest.NewQueues(t)
-	c, err := levering.New(db, levering.Config{
-		Queue: q.Publicatie, VerzendingQueue: q.Verzending, DeadLetterQueue: q.DLQ,
-		Workers: 2, Broker: brptest.Broker(),
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	reg := prometheus.NewRegistry()
+	cfg.Queue, cfg.VerzendingQueue, cfg.DeadLetterQueue = q.Publicatie, q.Verzending, q.DLQ
+	cfg.Workers, cfg.Broker, cfg.Registerer = 2, brptest.Broker(), reg
+	c, err := levering.New(db, cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +54,32 @@ func start(t *testing.T) *env {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &env{db: db, q: q, c: c, verzending: brptest.Read(t, q.Verzending), dlq: brptest.Read(t, q.DLQ)}
+	return &env{reg: reg, db: db, q: q, c: c, verzending: brptest.Read(t, q.Verzending), dlq: brptest.Read(t, q.DLQ)}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// wantHeldBack checks brp_levering_held_back_total by reason (reasons not named: 0).
+func wantHeldBack(t *testing.T, e *env, want map[string]float64) {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "brp_levering_held_back_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if v := m.GetCounter().GetValue(); v != 0 {
+				got[m.GetLabel()[0].GetValue()] = v
+			}
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("held back by reason %v, want %v", got, want)
+	}
 }
 
 func publication(id int64, personen ...int64) broker.Message {
@@ -61,7 +97,12 @@ func insert(t *testing.T, db *sqlx.DB, status string, hs ...load.Handeling) {
 		t.Fatal(err)
 	}
 	if status != "" {
-		if _, err := db.Exec(`update admhnd set statuslev = $1, tslev = case when $2 = 'geleverd' then now() end`, status, status); err != nil {
+		ids := make([]int64, len(hs))
+		for i, h := range hs {
+			ids[i] = h.ID
+		}
+		if _, err := db.Exec(`update admhnd set statuslev = $1, tslev = case when $2 = 'geleverd' then now() end where id = any($3)`,
+			status, status, pq.Array(ids)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,6 +256,7 @@ func TestExcludedSoortIsSetAsideNotDelivered(t *testing.T) {
 	e := start(t)
 	insert(t, e.db, "", load.Handeling{ID: 20, Personen: []int64{200}}, load.Handeling{ID: 21, Personen: []int64{210}})
 	e.db.MustExec(`update admhnd set soort = 'GBA_INITIELE_VULLING' where id = 20`)
+	e.db.MustExec(`update admhnd set statuslev = 'in_levering' where id = 21`)
 	brptest.Publish(t, e.q.Publicatie, publication(20, 200), publication(21, 210))
 	e.waitCounts(t, levering.Counts{Delivered: 1, Parked: 1})
 	if ids := e.verzending.IDs(); !slices.Equal(ids, []int64{21}) {
@@ -273,37 +315,63 @@ func TestGroupIsDeliveredInDeliveryOrder(t *testing.T) {
 	}
 }
 
-// A fout handeling in the middle of a group holds back the rest of its persons' handelingen
-// of the group: they are set back to be delivered (the publisher takes them back through
-// publicatie_nakomer), not delivered past it. The others of the group are delivered. A
-// redelivery of the partly delivered group changes nothing.
-func TestFoutInAGroupHoldsBackTheRestOfItsPersons(t *testing.T) {
+// A member of a group that is not delivered (here: its persons are no longer those its
+// publication carried) holds back the rest of its persons' handelingen of the group: they are
+// set back to be delivered (the publisher takes them back through publicatie_nakomer), not
+// delivered past it. The others of the group are delivered. A redelivery of the partly
+// delivered group changes nothing.
+func TestUndeliveredMemberHoldsBackTheRestOfItsPersons(t *testing.T) {
 	t.Parallel()
 	e := start(t)
-	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{1}}, load.Handeling{ID: 2, Personen: []int64{1}},
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{1}}, load.Handeling{ID: 2, Personen: []int64{1, 5}},
 		load.Handeling{ID: 3, Personen: []int64{1}}, load.Handeling{ID: 4, Personen: []int64{2}})
-	e.db.MustExec(`update admhnd set tsreg = '-infinity' where id = 2`) // a known error: fout
 	g := group(handeling.Member{ID: 1, Personen: []int64{1}}, handeling.Member{ID: 2, Personen: []int64{1}},
 		handeling.Member{ID: 3, Personen: []int64{1}}, handeling.Member{ID: 4, Personen: []int64{2}})
 	brptest.Publish(t, e.q.Publicatie, g)
-	e.waitCounts(t, levering.Counts{Delivered: 2, Fout: 1, HeldBack: 1})
+	e.waitCounts(t, levering.Counts{Delivered: 2, HeldBack: 2})
 	check := func() {
 		t.Helper()
 		if got := e.verzending.IDs(); !slices.Equal(got, []int64{1, 4}) {
 			t.Fatalf("verzending %v, want [1 4]", got)
 		}
-		for id, want := range map[int64]string{1: "geleverd", 2: "fout", 3: "", 4: "geleverd"} {
+		for id, want := range map[int64]string{1: "geleverd", 2: "", 3: "", 4: "geleverd"} {
 			if got := brptest.Status(t, e.db, id); got != want {
 				t.Errorf("handeling %d: status %q, want %q", id, got, want)
 			}
 		}
-		var nakomer bool
-		if err := e.db.Get(&nakomer, `select exists (select from publicatie_nakomer where admhnd_id = 3)`); err != nil || !nakomer {
-			t.Errorf("held back handeling 3 not in publicatie_nakomer (%v)", err)
+		var nakomer int
+		if err := e.db.Get(&nakomer, `select count(*) from publicatie_nakomer where admhnd_id in (2, 3)`); err != nil || nakomer != 2 {
+			t.Errorf("held back handelingen 2 and 3: %d in publicatie_nakomer (%v), want both", nakomer, err)
 		}
 	}
 	check()
+	wantHeldBack(t, e, map[string]float64{"persons_changed": 1, "older_open": 1})
+	// Redelivered: 1 and 4 are absorbed, 2 and 3 are no longer in levering.
 	brptest.Publish(t, e.q.Publicatie, g)
-	e.waitCounts(t, levering.Counts{Delivered: 2, Fout: 2, HeldBack: 2, Duplicates: 2})
+	e.waitCounts(t, levering.Counts{Delivered: 2, HeldBack: 4, Duplicates: 2})
 	check()
+	wantHeldBack(t, e, map[string]float64{"persons_changed": 1, "older_open": 1, "not_in_levering": 2})
+}
+
+// A handeling whose tsreg cannot be ordered ends fout where the database sorts its tsreg
+// ('-infinity': first), and under the strict policy holds back its persons' later handelingen
+// of the batch behind it.
+func TestFoutInAGroupHoldsBackTheRestOfItsPersons(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{1}}, load.Handeling{ID: 2, Personen: []int64{1}},
+		load.Handeling{ID: 3, Personen: []int64{2}})
+	e.db.MustExec(`update admhnd set tsreg = '-infinity' where id = 2`)
+	brptest.Publish(t, e.q.Publicatie, group(handeling.Member{ID: 1, Personen: []int64{1}}, handeling.Member{ID: 2, Personen: []int64{1}},
+		handeling.Member{ID: 3, Personen: []int64{2}}))
+	e.waitCounts(t, levering.Counts{Delivered: 1, Fout: 1, HeldBack: 1})
+	if got := e.verzending.IDs(); !slices.Equal(got, []int64{3}) {
+		t.Fatalf("verzending %v, want [3]", got)
+	}
+	for id, want := range map[int64]string{1: "", 2: "fout", 3: "geleverd"} {
+		if got := brptest.Status(t, e.db, id); got != want {
+			t.Errorf("handeling %d: status %q, want %q", id, got, want)
+		}
+	}
+	wantHeldBack(t, e, map[string]float64{"behind_fout": 1})
 }

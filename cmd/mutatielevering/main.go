@@ -27,7 +27,10 @@ type config struct {
 	VerzendingQueue *setup.Queue     `envconfig:"BRP_LEVERING_VERZENDING_QUEUE"`
 	DeadLetterQueue *setup.Queue     `envconfig:"BRP_LEVERING_MUTATIELEVERING_DLQ"`
 	// The publisher's setting: a publication of an excluded soort is set aside, not delivered.
-	Excluded     *setup.List     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED"`
+	Excluded *setup.List `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED"`
+	// The publisher's setting: under the strict policy an unreleased fout holds back its
+	// persons' later handelingen at the consumer's order check too.
+	FoutPolicy   *string         `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY"`
 	Workers      *setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_WORKERS" max:"64"`
 	Batch        *setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_BATCH" max:"10000"`
 	Prefetch     *setup.Positive `envconfig:"BRP_LEVERING_MUTATIELEVERING_PREFETCH" max:"100000"`
@@ -46,6 +49,7 @@ func newConfig(lev *levering.Config) *config {
 		VerzendingQueue: (*setup.Queue)(&lev.VerzendingQueue),
 		DeadLetterQueue: (*setup.Queue)(&lev.DeadLetterQueue),
 		Excluded:        (*setup.List)(&lev.Excluded),
+		FoutPolicy:      (*string)(&lev.FoutPolicy),
 		Workers:         (*setup.Positive)(&lev.Workers),
 		Batch:           (*setup.Positive)(&lev.Batch),
 		Prefetch:        (*setup.Positive)(&lev.Prefetch),

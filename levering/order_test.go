@@ -1,0 +1,224 @@
+package levering_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/levering"
+)
+
+// The consumer is the last check of the per-person order (docs/robustness.md, "Order at the
+// consumer"): whatever the publication queue names, a handeling reaches the verzending queue
+// only when no older handeling of its persons must be delivered first, and with the persons
+// its publication carried.
+
+// A publication of a person's newer handeling while an older one is still open (a forged or
+// misrouted publication: a second deployment on the queue, an old release, an operator's
+// replay) is held back: set back to be delivered, counted, nothing sent. What counts as open
+// follows the fout policy; excluded soorten never count.
+func TestNewerHandelingWaitsForAnOlderOne(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		policy  handeling.FoutPolicy
+		older   string // the older handeling's statuslev
+		prepare string // SQL on the older handeling (id 1)
+		wait    bool
+	}{
+		{name: "still to be delivered", older: "", wait: true},
+		{name: "in levering elsewhere", older: "in_levering", wait: true},
+		{name: "fout", older: "fout", wait: true},
+		{name: "fout released", older: "fout", prepare: `update admhnd set vrijgegeven = now() where id = 1`},
+		{name: "fout under skip", policy: handeling.Skip, older: "fout"},
+		{name: "excluded", older: "", prepare: `update admhnd set soort = 'GBA_INITIELE_VULLING' where id = 1`},
+		{name: "geleverd", older: "geleverd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := startWith(t, levering.Config{FoutPolicy: tc.policy})
+			insert(t, e.db, tc.older, load.Handeling{ID: 1, Personen: []int64{10}})
+			insert(t, e.db, "in_levering", load.Handeling{ID: 2, Personen: []int64{10, 20}})
+			if tc.prepare != "" {
+				e.db.MustExec(tc.prepare)
+			}
+			brptest.Publish(t, e.q.Publicatie, publication(2, 20, 10))
+			if !tc.wait {
+				e.waitCounts(t, levering.Counts{Delivered: 1})
+				if got := e.verzending.IDs(); !slices.Equal(got, []int64{2}) {
+					t.Fatalf("verzending %v, want [2]", got)
+				}
+				return
+			}
+			e.waitCounts(t, levering.Counts{HeldBack: 1})
+			wantHeldBack(t, e, map[string]float64{"older_open": 1})
+			if n := e.verzending.Count(); n != 0 {
+				t.Fatalf("%d verzending messages, want none", n)
+			}
+			if s := brptest.Status(t, e.db, 2); s != "" {
+				t.Fatalf("handeling 2 is %q, want it set back to be delivered", s)
+			}
+			// The publisher's view may lack an older one still to be delivered (registered
+			// late): it is recorded for it. One in levering or fout it knows.
+			if got, want := nakomer(t, e.db), map[bool][]int64{true: {1, 2}, false: {2}}[tc.older == ""]; !slices.Equal(got, want) {
+				t.Fatalf("publicatie_nakomer %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// A group that carries another person's handeling (misrouted, or forged) delivers what may go
+// and holds back the member whose person has an older handeling open.
+func TestMisroutedGroupMemberWaits(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}}, load.Handeling{ID: 3, Personen: []int64{20}})
+	insert(t, e.db, "", load.Handeling{ID: 2, Personen: []int64{20}}) // older than 3, still to be delivered
+	brptest.Publish(t, e.q.Publicatie, group(handeling.Member{ID: 1, Personen: []int64{10}}, handeling.Member{ID: 3, Personen: []int64{20}}))
+	e.waitCounts(t, levering.Counts{Delivered: 1, HeldBack: 1})
+	if got := e.verzending.IDs(); !slices.Equal(got, []int64{1}) {
+		t.Fatalf("verzending %v, want [1]", got)
+	}
+	if s := brptest.Status(t, e.db, 3); s != "" {
+		t.Fatalf("handeling 3 is %q, want it set back", s)
+	}
+}
+
+// A publication whose persons are not the handeling's persons in the database (persons added
+// after it was published, or a forged body) is held back, so that the publisher publishes it
+// again with its persons. The order or repetition of the persons in the body does not matter.
+func TestPersonsMustBeThoseThePublicationCarried(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10, 11}}, load.Handeling{ID: 2, Personen: []int64{20, 21}})
+	brptest.Publish(t, e.q.Publicatie, publication(1, 10), publication(2, 21, 20, 21))
+	e.waitCounts(t, levering.Counts{Delivered: 1, HeldBack: 1})
+	wantHeldBack(t, e, map[string]float64{"persons_changed": 1})
+	if got := e.verzending.IDs(); !slices.Equal(got, []int64{2}) {
+		t.Fatalf("verzending %v, want [2]", got)
+	}
+	if s := brptest.Status(t, e.db, 1); s != "" {
+		t.Fatalf("handeling 1 is %q, want it set back", s)
+	}
+}
+
+// A publication of a handeling still to be delivered (a round whose database commit failed
+// after its broker commit; a publication from elsewhere) is left alone: only the publisher
+// moves a handeling into levering, after its own checks, and it publishes this one again.
+func TestPublicationOfAHandelingNotInLeveringIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "", load.Handeling{ID: 1, Personen: []int64{10}})
+	brptest.Publish(t, e.q.Publicatie, publication(1, 10))
+	e.waitCounts(t, levering.Counts{HeldBack: 1})
+	wantHeldBack(t, e, map[string]float64{"not_in_levering": 1})
+	if s := brptest.Status(t, e.db, 1); s != "" || e.verzending.Count() != 0 {
+		t.Fatalf("handeling 1 is %q with %d verzending messages, want it untouched", s, e.verzending.Count())
+	}
+	if got := nakomer(t, e.db); len(got) != 0 {
+		t.Fatalf("publicatie_nakomer %v, want nothing recorded", got)
+	}
+}
+
+// Two consumers holding handelingen of the same persons at once (publications a publisher
+// would never send together) check each other's: neither deadlocks, neither holds the other
+// back for good, and the verzending queue shows each person's handelingen in order. Each
+// round publishes a chain of handelingen of a few persons, one publication each, in random
+// order, to two consumers of one handeling per batch; what is held back is published again
+// (as the publisher would) until everything is delivered.
+func TestConsumersCheckingEachOthersHandelingen(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, levering.Config{Batch: 1})
+	other, err := levering.New(e.db, levering.Config{Queue: e.q.Publicatie, VerzendingQueue: e.q.Verzending,
+		DeadLetterQueue: e.q.DLQ, Workers: 2, Batch: 1, Broker: brptest.Broker()}, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = other.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	r := rand.New(rand.NewPCG(1, 2))
+	var hs []load.Handeling
+	for round := range 20 {
+		var chain []load.Handeling
+		for i := range 6 {
+			id := int64(round*10 + i + 1)
+			chain = append(chain, load.Handeling{ID: id, Personen: []int64{int64(round*10 + 1 + r.IntN(3))}})
+		}
+		insert(t, e.db, "in_levering", chain...)
+		hs = append(hs, chain...)
+		for pending := chain; len(pending) > 0; {
+			var msgs []broker.Message
+			for _, i := range r.Perm(len(pending)) {
+				msgs = append(msgs, publication(pending[i].ID, pending[i].Personen...))
+			}
+			brptest.Publish(t, e.q.Publicatie, msgs...)
+			brptest.Eventually(t, 20*time.Second, func() error {
+				if n := countStatus(t, e.db, "in_levering"); n > 0 {
+					return fmt.Errorf("%d still in levering", n)
+				}
+				return nil
+			})
+			var back []load.Handeling
+			for _, h := range pending {
+				if brptest.Status(t, e.db, h.ID) == "" {
+					back = append(back, h)
+				}
+			}
+			if len(back) == len(pending) {
+				t.Fatalf("round %d: every one of %v held back: nothing moves", round, back)
+			}
+			for _, h := range back {
+				e.db.MustExec(`update admhnd set statuslev = 'in_levering' where id = $1`, h.ID)
+			}
+			pending = back
+		}
+	}
+	brptest.Eventually(t, 10*time.Second, func() error {
+		if n := len(e.verzending.IDs()); n < len(hs) {
+			return fmt.Errorf("%d of %d on the verzending queue", n, len(hs))
+		}
+		return nil
+	})
+	if rep := load.CheckOrder(e.verzending.IDs(), load.ByID(hs)); len(rep.Violations) > 0 || rep.Distinct != len(hs) {
+		t.Fatalf("%d of %d delivered; order: %v", rep.Distinct, len(hs), rep.Violations)
+	}
+	// The check was exercised: newer handelingen came first and were held back, on both.
+	a, b := e.c.Counts(), other.Counts()
+	t.Logf("delivered %d + %d, held back %d + %d", a.Delivered, b.Delivered, a.HeldBack, b.HeldBack)
+	if a.HeldBack == 0 || b.HeldBack == 0 || a.Delivered == 0 || b.Delivered == 0 {
+		t.Fatalf("each consumer must have delivered and held back: %+v, %+v", a, b)
+	}
+}
+
+// nakomer returns the ids recorded in publicatie_nakomer, ascending.
+func nakomer(t *testing.T, db *sqlx.DB) []int64 {
+	t.Helper()
+	var ids []int64
+	if err := db.Select(&ids, `select admhnd_id from publicatie_nakomer order by 1`); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func countStatus(t *testing.T, db *sqlx.DB, status string) int {
+	t.Helper()
+	var n int
+	if err := db.Get(&n, `select count(*) from admhnd where statuslev::text = $1`, status); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
