@@ -22,11 +22,11 @@ const (
 	Fout Status = "fout"
 )
 
-// FoutOvertaken is the foutreden the publisher gives a handeling whose persons were added after
-// a newer handeling of one of them was published (bijhouding committed them late): delivered
-// now, it would reach afnemers after that newer one. An operator decides; a retry delivers it
-// all the same.
-const FoutOvertaken = "ingehaald: personen toegevoegd nadat een nieuwere handeling van dezelfde persoon was gepubliceerd"
+// FoutOvertaken is the foutreden a consumer gives a handeling of which a newer handeling of one
+// of its persons was already delivered (bijhouding registered it, or its persons, late):
+// delivered now, it would reach afnemers after that newer one. An operator decides; a retry
+// delivers it all the same.
+const FoutOvertaken = "ingehaald: een nieuwere handeling van een van zijn personen was al geleverd"
 
 // The statuses as SQL literals, for queries written as constants: "statuslev = " + InLeveringSQL.
 // TeLeveren has none: it is "statuslev is null".

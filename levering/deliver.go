@@ -56,6 +56,10 @@ type result struct {
 // errBroker marks a failure of the broker connection (as opposed to the database).
 var errBroker = errors.New("broker")
 
+// errNewerInFlight says another consumer holds a newer handeling of a person of the batch in
+// its transaction right now (holdNewer): the batch is tried again when that one has ended.
+var errNewerInFlight = errors.New("a newer handeling of a person of the batch is being delivered by another consumer")
+
 // Verzending is the body of a message on the verzending queue (CONTRACT.md section 3).
 type Verzending struct {
 	ID       int64     `json:"id"`
@@ -73,38 +77,88 @@ type Verzending struct {
 const lockSQL = `select id from admhnd where id = any($1) order by id for update`
 
 // checkSQL reads, after lockSQL, what the consumer needs to decide on each handeling of a
-// batch ($1): its soort, tsreg (NULL outside the accepted range), status, whether an
-// operator released it, its persons, and the oldest handeling outside the batch that one of
-// its persons must have delivered first ($2 the excluded soorten, $3 the strict fout policy):
-// older (tsreg, id), of a soort not excluded, and NULL, in levering, or (strict) fout and not
-// released. That one is looked up once per person of the batch, through the person's
-// handelingen (admhnd_persoon by persoon_id, then admhnd by id): its cost grows with the
-// handelingen each person has, not with the table.
+// batch ($1): its place in the batch's delivery order, soort, tsreg (NULL outside the
+// accepted range), status, whether an operator released it, its persons, and three
+// handelingen outside the batch of a soort not excluded ($2), each in (tsreg, id) order
+// against it, among those of its persons: the oldest older one still to be delivered first
+// (NULL, in levering, or ($3: strict policy) fout and not released), and whether a newer one is
+// geleverd (it was overtaken) or which are in levering. Each person's handelingen are read once
+// (admhnd_persoon by persoon_id, then admhnd by id): the cost grows with the handelingen each
+// person has, not with the table.
 var checkSQL = `
 		with b as (
 			select id, soort, tsreg, statuslev, vrijgegeven is not null as vrijgegeven from admhnd where id = any($1)
 		), p as (
 			select admhnd_id, array_agg(distinct persoon_id order by persoon_id) as personen
 			from admhnd_persoon where admhnd_id = any($1) group by admhnd_id
-		), o as (
-			select pp.persoon_id, f.id, f.tsreg, f.te_leveren
+		), a as (
+			select pp.persoon_id, a.id, a.tsreg, a.statuslev is null as te_leveren,
+				a.statuslev is null or ` + handeling.BlocksSQL("$3") + ` as open,
+				a.statuslev = ` + handeling.GeleverdSQL + ` as geleverd, a.statuslev = ` + handeling.InLeveringSQL + ` as in_levering
 			from (select distinct persoon_id from admhnd_persoon where admhnd_id = any($1)) pp
-			cross join lateral (
-				select a.id, a.tsreg, a.statuslev is null as te_leveren
-				from admhnd_persoon op join admhnd a on a.id = op.admhnd_id
-				where op.persoon_id = pp.persoon_id and op.admhnd_id <> all($1) and a.soort <> all($2::text[])
-				  and (a.statuslev is null or ` + handeling.BlocksSQL("$3") + `)
-				order by a.tsreg, a.id limit 1) f
+			join admhnd_persoon op on op.persoon_id = pp.persoon_id and op.admhnd_id <> all($1)
+			join admhnd a on a.id = op.admhnd_id and a.soort <> all($2::text[])
+		), o as (
+			select persoon_id,
+				(array_agg(id order by tsreg, id) filter (where open))[1] as open_id,
+				(array_agg(tsreg order by tsreg, id) filter (where open))[1] as open_tsreg,
+				(array_agg(te_leveren order by tsreg, id) filter (where open))[1] as open_te_leveren,
+				(array_agg(id order by tsreg desc, id desc) filter (where geleverd))[1] as lev_id,
+				(array_agg(tsreg order by tsreg desc, id desc) filter (where geleverd))[1] as lev_tsreg,
+				array_agg(id) filter (where in_levering) as inlev_ids,
+				array_agg(tsreg) filter (where in_levering) as inlev_tsregs
+			from a group by persoon_id
 		)
 		select b.id, row_number() over (order by b.tsreg, b.id), b.soort,
 			case when ` + handeling.TsregAcceptedOn("b.tsreg") + ` then b.tsreg end,
-			coalesce(b.statuslev::text, ''), b.vrijgegeven, coalesce(p.personen, '{}'),
-			coalesce(k.id, 0), coalesce(k.te_leveren, false)
+			b.statuslev::text, b.vrijgegeven, coalesce(p.personen, '{}'),
+			coalesce(k.id, 0), coalesce(k.te_leveren, false),
+			exists (select from o where o.persoon_id = any(p.personen) and (o.lev_tsreg, o.lev_id) > (b.tsreg, b.id)),
+			array(select x.id from o cross join unnest(o.inlev_ids, o.inlev_tsregs) as x(id, tsreg)
+				where o.persoon_id = any(p.personen) and (x.tsreg, x.id) > (b.tsreg, b.id) order by 1)
 		from b left join p on p.admhnd_id = b.id
 		left join lateral (
-			select o.id, o.te_leveren from o
-			where o.persoon_id = any(p.personen) and (o.tsreg, o.id) < (b.tsreg, b.id)
-			order by o.tsreg, o.id limit 1) k on true`
+			select o.open_id as id, o.open_te_leveren as te_leveren from o
+			where o.persoon_id = any(p.personen) and (o.open_tsreg, o.open_id) < (b.tsreg, b.id)
+			order by o.open_tsreg, o.open_id limit 1) k on true`
+
+// holdNewer takes a key share lock on the newer handelingen in levering that checkSQL found
+// outside the batch (a publisher never has a person's handelingen in levering in two
+// publications at once: this is a forged or misrouted publication, or persons bijhouding
+// added late), without waiting, and returns the status of those it locked, as of now. One it
+// could not lock another consumer is delivering right now, and may not have seen this
+// batch's older handeling (persons committed meanwhile): the batch is tried again once that
+// consumer is done (errNewerInFlight), which then holds its newer one back or has delivered
+// it. One it locked no consumer can deliver until this transaction ends (their lockSQL waits
+// for it), and then they see this batch's handeling delivered before theirs. One that is
+// geleverd by now overtook it.
+func (c *Consumer) holdNewer(ctx context.Context, q prepared.Tx, rows []row) (map[int64]handeling.Status, error) {
+	var ids []int64
+	for _, r := range rows {
+		ids = append(ids, r.newerInLev...)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	slices.Sort(ids)
+	rs, err := q.QueryContext(ctx, holdNewerSQL, pq.Array(slices.Compact(ids)))
+	if err != nil {
+		return nil, fmt.Errorf("lock newer: %w", err)
+	}
+	defer rs.Close()
+	got := map[int64]handeling.Status{}
+	for rs.Next() {
+		var id int64
+		var s handeling.Status
+		if err := rs.Scan(&id, &s); err != nil {
+			return nil, fmt.Errorf("lock newer: %w", err)
+		}
+		got[id] = s
+	}
+	return got, rs.Err()
+}
+
+const holdNewerSQL = `select id, statuslev::text from admhnd where id = any($1) order by id for key share skip locked`
 
 // applySQL writes what the consumer decided, on rows it holds locked and found in levering:
 // geleverd ($1, returning their tslev), fout with a reason ($2, $3), back to be delivered ($4:
@@ -123,8 +177,7 @@ var applySQL = `
 			where id = any($4) and statuslev = ` + handeling.InLeveringSQL + `
 			returning id
 		), n as (
-			insert into publicatie_nakomer (admhnd_id) select x from unnest($5::bigint[]) as x order by x
-			on conflict do nothing
+			insert into publicatie_nakomer (admhnd_id) select unnest($5::bigint[])
 			returning admhnd_id
 		)
 		update admhnd set statuslev = ` + handeling.GeleverdSQL + `, tslev = now()
@@ -143,8 +196,10 @@ type row struct {
 	status      handeling.Status
 	vrijgegeven bool
 	personen    []int64
-	blocker     int64 // the oldest older handeling outside the batch to be delivered first; 0: none
-	blockerNull bool  // that one is still to be delivered (NULL), not in levering or fout
+	blocker     int64   // the oldest older handeling outside the batch to be delivered first; 0: none
+	blockerNull bool    // that one is still to be delivered (NULL), not in levering or fout
+	overtaken   bool    // a newer handeling of one of its persons outside the batch is geleverd
+	newerInLev  []int64 // newer handelingen of its persons outside the batch in levering
 }
 
 // deliver runs the consumer's database transaction for a batch of distinct ids, sorted (the
@@ -171,7 +226,16 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, carried map[int64][
 	if err != nil {
 		return nil, err
 	}
-	res := decide(rows, carried, c.cfg.Excluded, c.cfg.FoutPolicy == handeling.Strict)
+	newer, err := c.holdNewer(ctx, q, rows)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if r.status == handeling.InLevering && slices.ContainsFunc(r.newerInLev, func(id int64) bool { _, ok := newer[id]; return !ok }) {
+			return nil, fmt.Errorf("handeling %d: %w", r.id, errNewerInFlight)
+		}
+	}
+	res := decide(rows, carried, newer, c.cfg.Excluded, c.cfg.FoutPolicy == handeling.Strict)
 	found, err := c.apply(ctx, q, res, rows)
 	if err != nil {
 		return nil, err
@@ -210,11 +274,12 @@ func (c *Consumer) check(ctx context.Context, q prepared.Tx, ids []int64) ([]row
 	var out []row
 	for rs.Next() {
 		var r row
-		var personen pq.Int64Array
-		if err := rs.Scan(&r.id, &r.place, &r.soort, &r.tsreg, &r.status, &r.vrijgegeven, &personen, &r.blocker, &r.blockerNull); err != nil {
+		var personen, newer pq.Int64Array
+		if err := rs.Scan(&r.id, &r.place, &r.soort, &r.tsreg, &r.status, &r.vrijgegeven, &personen, &r.blocker, &r.blockerNull,
+			&r.overtaken, &newer); err != nil {
 			return nil, fmt.Errorf("check: %w", err)
 		}
-		r.personen = personen
+		r.personen, r.newerInLev = personen, newer
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {
@@ -227,10 +292,11 @@ func (c *Consumer) check(ctx context.Context, q prepared.Tx, ids []int64) ([]row
 // batch's row locks; carried, the persons its publications named): the order check. A
 // handeling is delivered only when it is in levering, its persons are those its publications
 // carried, no older handeling of its persons outside the batch must be delivered first
-// (row.blocker), and no older one of the batch that shares a person with it is left
-// undelivered (in (tsreg, id) order, each undelivered one holds its persons back for the
+// (row.blocker), none newer is already geleverd (then it was overtaken, and ends fout; newer
+// has holdNewer's view of those in levering), and no older one of the batch that shares a person with it is
+// left undelivered (in (tsreg, id) order, each undelivered one holds its persons back for the
 // rest). Unknown ids (no row) are unknown.
-func decide(rows []row, carried map[int64][][]int64, excludedSoorten []string, strict bool) map[int64]result {
+func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.Status, excludedSoorten []string, strict bool) map[int64]result {
 	res := make(map[int64]result, len(carried))
 	for id := range carried {
 		res[id] = result{outcome: unknown}
@@ -279,6 +345,11 @@ func decide(rows []row, carried map[int64][][]int64, excludedSoorten []string, s
 			out = result{outcome: markedFout, reason: foutGeenPersonen}
 		case !r.tsreg.Valid:
 			out = result{outcome: markedFout, reason: handeling.FoutTsreg}
+			hold(reasonBehindFout, r.personen)
+		case r.overtaken || slices.ContainsFunc(r.newerInLev, func(id int64) bool { return newer[id] == handeling.Geleverd }):
+			// A newer handeling of one of its persons already reached afnemers (this one was
+			// registered, or got its persons, late): delivered now, it would come after it.
+			out = result{outcome: markedFout, reason: handeling.FoutOvertaken}
 			hold(reasonBehindFout, r.personen)
 		case heldBy(r.personen) != "":
 			out = result{outcome: heldBack, reason: heldBy(r.personen)}
@@ -330,7 +401,6 @@ func (c *Consumer) apply(ctx context.Context, q prepared.Tx, res map[int64]resul
 	if len(lev)+len(foutIDs)+len(back) == 0 {
 		return nil, nil
 	}
-	slices.Sort(blockers)
 	rs, err := q.QueryContext(ctx, applySQL, pq.Array(lev), pq.Array(foutIDs), pq.Array(redenen), pq.Array(back), pq.Array(blockers))
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)

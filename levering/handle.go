@@ -93,9 +93,23 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 	slices.Sort(ids)
 	b.setIDs(ids)
 	retry := backoff.New(100*time.Millisecond, 5*time.Second)
-	failing, locked := false, false
+	other := backoff.New(5*time.Millisecond, time.Second)
+	failing, locked, waited := false, false, false
 	for {
 		res, err := c.deliver(ctx, ids, carried, send, b)
+		if errors.Is(err, errNewerInFlight) && ctx.Err() == nil {
+			// Another consumer is delivering a newer handeling of one of these persons (a
+			// publication no publisher sends): it ends in milliseconds. Then this batch sees
+			// it held back, or delivered (and this one overtaken).
+			if !waited {
+				c.log.Info("waiting for another consumer delivering a newer handeling of a person of this batch", slog.Any("error", err))
+				waited = true
+			}
+			if err := other.Wait(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		switch {
 		case err == nil:
 			if failing {

@@ -52,6 +52,9 @@ func TestNewerHandelingWaitsForAnOlderOne(t *testing.T) {
 			if tc.prepare != "" {
 				e.db.MustExec(tc.prepare)
 			}
+			// Registered with a tsreg in the past, both were recorded for the publisher, which
+			// read them.
+			e.db.MustExec(`delete from publicatie_nakomer`)
 			brptest.Publish(t, e.q.Publicatie, publication(2, 20, 10))
 			if !tc.wait {
 				e.waitCounts(t, levering.Counts{Delivered: 1})
@@ -119,6 +122,7 @@ func TestPublicationOfAHandelingNotInLeveringIsLeftAlone(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	insert(t, e.db, "", load.Handeling{ID: 1, Personen: []int64{10}})
+	e.db.MustExec(`delete from publicatie_nakomer`) // recorded at registration (a tsreg in the past): read
 	brptest.Publish(t, e.q.Publicatie, publication(1, 10))
 	e.waitCounts(t, levering.Counts{HeldBack: 1})
 	wantHeldBack(t, e, map[string]float64{"not_in_levering": 1})
@@ -221,4 +225,124 @@ func countStatus(t *testing.T, db *sqlx.DB, status string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A handeling of which a newer handeling of one of its persons was already delivered (it was
+// registered, or got that person, late) can no longer reach afnemers in order: it ends fout,
+// handeling.FoutOvertaken, and nothing is sent. An operator decides.
+func TestOvertakenHandelingEndsFout(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "geleverd", load.Handeling{ID: 2, Personen: []int64{10}})
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10, 20}})
+	brptest.Publish(t, e.q.Publicatie, publication(1, 10, 20))
+	e.waitCounts(t, levering.Counts{Fout: 1})
+	var reason string
+	if err := e.db.Get(&reason, `select foutreden from admhnd where id = 1 and statuslev::text = 'fout'`); err != nil || reason != handeling.FoutOvertaken {
+		t.Fatalf("handeling 1: foutreden %q (%v), want %q", reason, err, handeling.FoutOvertaken)
+	}
+	if n := e.verzending.Count(); n != 0 {
+		t.Fatalf("%d verzending messages, want none", n)
+	}
+}
+
+// A newer handeling of a person of the batch in levering outside it (two publications of one
+// person in flight: forged, or persons added late) is locked for the batch's transaction, so
+// that the consumer delivering it sees this older one delivered first. While another
+// consumer's transaction holds it, the batch waits for that one to end: then it either was
+// delivered (this one was overtaken) or is still in levering (this one goes first).
+func TestNewerInLeveringElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, delivered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("delivered=%t", delivered), func(t *testing.T) {
+			t.Parallel()
+			e := start(t)
+			insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}}, load.Handeling{ID: 2, Personen: []int64{10}})
+			other := e.db.MustBegin() // another consumer, delivering 2
+			defer other.Rollback()    //nolint:errcheck
+			other.MustExec(`select id from admhnd where id = 2 for update`)
+			brptest.Publish(t, e.q.Publicatie, publication(1, 10))
+			time.Sleep(500 * time.Millisecond)
+			if c := e.c.Counts(); c != (levering.Counts{}) || e.verzending.Count() != 0 {
+				t.Fatalf("while 2 is held by another: %+v, %d sent; want the batch waiting", c, e.verzending.Count())
+			}
+			if delivered {
+				other.MustExec(`update admhnd set statuslev = 'geleverd', tslev = now() where id = 2`)
+			}
+			if err := other.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if delivered {
+				e.waitCounts(t, levering.Counts{Fout: 1})
+				if s := brptest.Status(t, e.db, 1); s != "fout" {
+					t.Fatalf("handeling 1 is %q, want fout (overtaken)", s)
+				}
+				return
+			}
+			e.waitCounts(t, levering.Counts{Delivered: 1})
+			if got := e.verzending.IDs(); !slices.Equal(got, []int64{1}) {
+				t.Fatalf("verzending %v, want [1]", got)
+			}
+		})
+	}
+}
+
+// Persons bijhouding commits for a handeling (another transaction) while a consumer has it:
+// either they committed before the consumer locked its row, and it sees them (and holds the
+// handeling back: its publication carried the old persons), or the consumer locked first, and
+// their insert waits for its commit (the foreign key, or migration 0011's trigger, holds the
+// row) and is then reported as persons added after delivery. Never delivered with persons the
+// database had before the consumer committed.
+func TestPersonsCommittedWhileAConsumerChecks(t *testing.T) {
+	t.Parallel()
+	// Without a key, admhnd_persoon has no foreign key either: the trigger holds the row.
+	for _, f := range []brptest.Form{brptest.DefaultForm(), brptest.PersoonWithoutKey} {
+		t.Run(f.Name+"/persons first", func(t *testing.T) {
+			t.Parallel()
+			e := startOn(t, f, levering.Config{})
+			insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}})
+			tx := e.db.MustBegin()
+			defer tx.Rollback() //nolint:errcheck
+			tx.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 20)`)
+			brptest.Publish(t, e.q.Publicatie, publication(1, 10))
+			time.Sleep(500 * time.Millisecond) // the consumer waits for the row
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			e.waitCounts(t, levering.Counts{HeldBack: 1})
+			wantHeldBack(t, e, map[string]float64{"persons_changed": 1})
+		})
+		t.Run(f.Name+"/consumer first", func(t *testing.T) {
+			t.Parallel()
+			locked := make(chan struct{})
+			release := make(chan struct{})
+			e := startOn(t, f, levering.Config{Hooks: levering.Hooks{AfterLock: func(context.Context, []int64) error {
+				close(locked)
+				<-release
+				return nil
+			}}})
+			insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}})
+			brptest.Publish(t, e.q.Publicatie, publication(1, 10))
+			<-locked
+			added := make(chan error, 1)
+			go func() {
+				_, err := e.db.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 20)`)
+				added <- err
+			}()
+			select {
+			case err := <-added:
+				t.Fatalf("the persons' insert did not wait for the consumer: %v", err)
+			case <-time.After(500 * time.Millisecond):
+			}
+			close(release)
+			if err := <-added; err != nil {
+				t.Fatal(err)
+			}
+			e.waitCounts(t, levering.Counts{Delivered: 1})
+			var reported []int64
+			if err := e.db.Select(&reported, `select admhnd_id from publicatie_ingehaald`); err != nil || !slices.Equal(reported, []int64{1}) {
+				t.Fatalf("reported as persons added after delivery: %v (%v), want [1]", reported, err)
+			}
+		})
+	}
 }

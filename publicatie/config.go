@@ -60,6 +60,14 @@ type Config struct {
 	// it on the queue again (its message was lost or dead-lettered). Consumers absorb the
 	// duplicate if the first message was only slow. Default DefaultRedeliveryTimeout.
 	RedeliveryTimeout time.Duration
+	// MaxLead bounds how far before its transaction's start bijhouding's tsreg may lie and
+	// still be ordinary (the application server's clock read before its BEGIN, and behind the
+	// database's): the leader learns the lead and holds its horizon back by it, up to MaxLead
+	// (lead.go). A registration with a larger lead is late: taken in behind the view's stand,
+	// and should a newer handeling of its persons be delivered first, it ends fout
+	// (handeling.FoutOvertaken) rather than reaching afnemers out of order. Default
+	// DefaultMaxLead.
+	MaxLead time.Duration
 	// Excluded lists soorten that are never published and never block anyone.
 	// Nil means handeling.DefaultExcluded(); an empty non-nil slice excludes nothing.
 	Excluded []string
@@ -168,6 +176,9 @@ func (c *Config) setDefaults() {
 	if c.RedeliveryTimeout == 0 {
 		c.RedeliveryTimeout = DefaultRedeliveryTimeout
 	}
+	if c.MaxLead == 0 {
+		c.MaxLead = DefaultMaxLead
+	}
 	if c.Excluded == nil {
 		c.Excluded = handeling.DefaultExcluded()
 	}
@@ -217,6 +228,8 @@ func (c Config) validate() error {
 		return bad("GroupSize", c.GroupSize, "expected a positive number")
 	case c.GroupBytes < 0:
 		return bad("GroupBytes", c.GroupBytes, "expected a positive size")
+	case c.MaxLead < 0:
+		return bad("MaxLead", c.MaxLead, "expected a positive duration")
 	case c.RedeliveryTimeout < 0:
 		return bad("RedeliveryTimeout", c.RedeliveryTimeout, "expected a positive duration")
 	case !c.FoutPolicy.Valid():

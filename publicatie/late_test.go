@@ -7,16 +7,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 )
 
-// Late arrivals (migration 0009, docs/robustness.md): persons committed after their handeling,
-// and writers that register long after their transaction began.
+// Late arrivals (migration 0011, docs/robustness.md): persons committed after their handeling,
+// handelingen registered behind the stand, writers that register long after their transaction
+// began. The publisher takes them into its view at their place; whether one was overtaken the
+// consumer decides where it delivers (package levering).
 
 // Persons added to a handeling in another transaction, while the view already holds it: the
-// next round builds the view again and sees them, so the handeling holds the added person's
-// newer work back. (Before: the newer one went first, and both were in levering at once.)
+// next round takes it in again with its persons, so the handeling holds the added person's
+// newer work back. (Before migration 0009: the newer one went first, and both were in levering
+// at once.)
 func TestLatePersonsBeforePublication(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
@@ -31,62 +33,60 @@ func TestLatePersonsBeforePublication(t *testing.T) {
 	wantIDs(t, "4 waits for 3 in levering", e.round())
 	e.setStatus("geleverd", 3)
 	wantIDs(t, "then 4", e.round(), 4)
-	wantOvertaken(t, e, 0, 0)
+	wantLatePersons(t, e, 0)
 }
 
 // Persons added to a handeling still to be delivered after a newer handeling of one of them
-// was published: delivered now, it would arrive after that one. It ends fout with the reason,
-// and is counted.
-func TestLatePersonsOvertakenEndFout(t *testing.T) {
+// was published: the handeling waits while that one is in levering, and is published after it
+// (its consumer then finds it overtaken: levering.TestOvertakenHandelingEndsFout).
+func TestLatePersonsWaitForTheNewerInLevering(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	e.insert(h(1, 1, 10), h(2, 5, 10), h(3, 10, 20))
 	wantIDs(t, "first round", e.round(), 1, 3)
 	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (2, 20)`)
 	e.setStatus("geleverd", 1)
-	wantIDs(t, "2 was overtaken by 3: not published", e.round())
-	wantFout(t, e, 2, handeling.FoutOvertaken)
-	wantOvertaken(t, e, 1, 0)
-	// An operator's retry delivers it all the same, after 3.
+	wantIDs(t, "2 now waits for person 20's 3 in levering", e.round())
 	e.setStatus("geleverd", 3)
-	e.db.MustExec(`update admhnd set statuslev = null, foutreden = null where id = 2`)
-	wantIDs(t, "retried", e.round(), 2)
+	wantIDs(t, "then 2", e.round(), 2)
 }
 
-// Persons added to a handeling already published, with a newer handeling of them published
-// as well: nothing can be undone, so the breach is logged and counted, and nothing changes.
-func TestLatePersonsAfterPublicationAreReported(t *testing.T) {
+// Persons added to a handeling already delivered: nothing can be undone, so the breach is
+// logged and counted, and nothing changes. Added to one in levering, they are the consumer's
+// to see (it holds the handeling back for them), not reported.
+func TestLatePersonsAfterDeliveryAreReported(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	e.insert(h(1, 1, 10), h(2, 10, 20))
 	wantIDs(t, "first round", e.round(), 1, 2)
-	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 20)`)
+	e.setStatus("geleverd", 1)
+	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 20), (2, 30)`)
 	wantIDs(t, "nothing new", e.round())
-	wantOvertaken(t, e, 0, 1)
-	if s := brptest.Status(t, e.db, 1); s != "in_levering" {
-		t.Fatalf("handeling 1 is %q, want it left in levering", s)
+	wantLatePersons(t, e, 1)
+	if s := brptest.Status(t, e.db, 2); s != "in_levering" {
+		t.Fatalf("handeling 2 is %q, want it left in levering", s)
 	}
 }
 
-// While a transaction that adds persons late is open, rounds mark nothing: the view may lack
-// the persons it adds. The round that holds the lock makes such a transaction wait instead.
-func TestOpenLatePersonsTransactionHoldsMarking(t *testing.T) {
+// A transaction adding persons late holds no round back: the round publishes what is ready
+// while it is open (the consumer will see the persons: levering.TestPersonsCommittedWhileAConsumerChecks),
+// and once it commits the next round has the persons.
+func TestOpenLatePersonsTransactionHoldsNoRound(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
-	e.insert(h(1, 1, 10), h(2, 5, 10), h(3, 10, 30))
+	e.insert(h(1, 1, 10), h(2, 5, 10), h(3, 10, 30), h(4, 20, 30))
 	e.publishedNow(1)
 	tx := e.db.MustBegin()
 	defer tx.Rollback() //nolint:errcheck
 	tx.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (2, 30)`)
-	wantIDs(t, "a late-persons transaction is open: nothing marked", e.round())
+	wantIDs(t, "a late-persons transaction is open: 3 is ready", e.round(), 3)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	wantIDs(t, "committed: 3 waits for 2, which person 30 joined", e.round())
-	e.setStatus("geleverd", 1)
-	wantIDs(t, "2", e.round(), 2)
+	e.setStatus("geleverd", 1, 3)
+	wantIDs(t, "committed: 2, which person 30 joined, before 4", e.round(), 2)
 	e.setStatus("geleverd", 2)
-	wantIDs(t, "3", e.round(), 3)
+	wantIDs(t, "4", e.round(), 4)
 }
 
 // A read-only transaction (pg_dump, a report) holds back the horizon for LateWriterGrace only;
@@ -116,10 +116,10 @@ func TestRoundHorizonLeavesOutReadersAfterTheGrace(t *testing.T) {
 }
 
 // A late writer: a transaction that begins, writes nothing for longer than the grace (so the
-// horizon passes its start), then registers handelingen stamped with its start. The one whose
-// person has nothing newer published goes before that person's newer work; the one whose
-// person's newer handeling was published meanwhile ends fout. Order never breaks.
-func TestLateWriterNeverOvertakes(t *testing.T) {
+// horizon passes its start), then registers handelingen stamped with its start. They are taken
+// in at their place: the one whose person has nothing newer published goes before that
+// person's newer work; the one whose person's newer handeling is in levering waits for it.
+func TestLateWriterTakenInAtItsPlace(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	e.insert(h(1, 1, 30))
@@ -137,34 +137,55 @@ func TestLateWriterNeverOvertakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.setStatus("geleverd", 1)
-	wantIDs(t, "11 before person 30's newer 3; 10 was overtaken by 2", e.round(), 11)
-	wantFout(t, e, 10, handeling.FoutOvertaken)
-	wantOvertaken(t, e, 1, 0)
+	wantIDs(t, "11 before person 30's newer 3; 10 waits for 2 in levering", e.round(), 11)
 	e.setStatus("geleverd", 11)
 	wantIDs(t, "then 3", e.round(), 3)
 }
 
-func wantFout(t *testing.T, e *roundEnv, id int64, reden string) {
-	t.Helper()
-	var got struct {
-		Status string `db:"statuslev"`
-		Reden  string `db:"foutreden"`
+// The lead margin: a registration whose tsreg lies further before its transaction's start than
+// the margin is recorded, and the next round raises the margin to its lead (plus the slack);
+// leads beyond MaxLead (a handeling of last month) leave it alone. The horizon is held back by
+// the margin, so a handeling stamped just now waits for it.
+func TestLeadMarginIsLearned(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{MaxLead: time.Second})
+	e.insert(h(1, 1, 10)) // January: far beyond MaxLead
+	wantIDs(t, "an old handeling", e.round(), 1)
+	wantLeadMargin(t, e, 0)
+	e.db.MustExec(`begin; insert into admhnd (id, soort, tsreg) values (2, 'VERHUIZING', now() - interval '300 ms');
+		insert into admhnd_persoon values (2, 20); commit`)
+	wantIDs(t, "a lead of 300 ms: recorded, taken in", e.round(), 2)
+	wantLeadMargin(t, e, 305*time.Millisecond)
+	e.db.MustExec(`begin; insert into admhnd (id, soort, tsreg) values (3, 'VERHUIZING', now() - interval '100 ms');
+		insert into admhnd_persoon values (3, 30); commit`)
+	var recorded bool
+	if err := e.db.Get(&recorded, `select exists (select from publicatie_nakomer where admhnd_id = 3)`); err != nil || recorded {
+		t.Fatalf("a lead within the margin recorded: %v %v", recorded, err)
 	}
-	if err := e.db.GetContext(context.Background(), &got,
-		`select coalesce(statuslev::text, '') as statuslev, coalesce(foutreden, '') as foutreden from admhnd where id = $1`, id); err != nil {
+	// tsreg now() - 100 ms, the margin 305 ms: the horizon passes it about 205 ms after its
+	// commit.
+	deadline := time.Now().Add(5 * time.Second)
+	var got []int64
+	for len(got) == 0 && time.Now().Before(deadline) {
+		got = e.round()
+	}
+	wantIDs(t, "3, once the horizon passed it", got, 3)
+}
+
+func wantLeadMargin(t *testing.T, e *roundEnv, want time.Duration) {
+	t.Helper()
+	var secs float64
+	if err := e.db.GetContext(context.Background(), &secs, `select extract(epoch from marge) from publicatie_voorsprong`); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != "fout" || got.Reden != reden {
-		t.Fatalf("handeling %d is %q (%q), want fout (%q)", id, got.Status, got.Reden, reden)
+	if got := time.Duration(secs * float64(time.Second)); got < want || got > want+5*time.Millisecond {
+		t.Fatalf("lead margin %v, want %v (+ at most 5 ms: the lead is measured at the insert)", got, want)
 	}
 }
 
-func wantOvertaken(t *testing.T, e *roundEnv, fout, published float64) {
+func wantLatePersons(t *testing.T, e *roundEnv, want float64) {
 	t.Helper()
-	if n := testutil.ToFloat64(e.pub.m.overtaken.WithLabelValues("fout")); n != fout {
-		t.Fatalf("overtaken fout counted %v, want %v", n, fout)
-	}
-	if n := testutil.ToFloat64(e.pub.m.overtaken.WithLabelValues("published")); n != published {
-		t.Fatalf("overtaken published counted %v, want %v", n, published)
+	if n := testutil.ToFloat64(e.pub.m.latePersons); n != want {
+		t.Fatalf("late persons counted %v, want %v", n, want)
 	}
 }

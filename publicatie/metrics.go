@@ -23,8 +23,9 @@ type metrics struct {
 	viewBytes    prometheus.Gauge
 	viewParked   prometheus.Gauge
 	viewRebuilds *prometheus.CounterVec
-	overtaken    *prometheus.CounterVec
+	latePersons  prometheus.Counter
 	tsregFout    prometheus.Counter
+	leadMargin   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -55,21 +56,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times the leader's view of open work was built again, by reason: late (registered behind its stand), sweep (it disagreed with the database), person_cap (rewound to the first parked handeling)."}, []string{"reason"}),
 		tsregFout: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_tsreg_fout_total",
 			Help: "Handelingen set fout at intake because their tsreg lies outside the accepted range (handeling.TsregFrom, TsregUntil)."}),
-		overtaken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_overtaken_total",
-			Help: "Handelingen whose persons were added after a newer handeling of one of them was published: fout (set fout, still to be delivered) or published (already published without them)."}, []string{"outcome"}),
+		latePersons: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_late_persons_total",
+			Help: "Handelingen bijhouding added persons to after they were delivered: afnemers received them without those persons."}),
+		leadMargin: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_tsreg_lead_margin_seconds",
+			Help: "How far the leader holds its horizon back for bijhouding's tsreg lying before its transaction's start (learned, at most MAXLEAD); 0 on followers until they lead."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
-			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.overtaken, m.tsregFout)
+			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.latePersons, m.tsregFout, m.leadMargin)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
 	}
 	for _, s := range []string{"intake", "nakomer"} {
 		m.taken.WithLabelValues(s)
-	}
-	for _, o := range []string{"fout", "published"} {
-		m.overtaken.WithLabelValues(o)
 	}
 	for _, r := range []string{rebuildLate, rebuildSweep, rebuildPersonCap} {
 		m.viewRebuilds.WithLabelValues(r)

@@ -28,8 +28,12 @@ type openWork struct {
 	view  *view // nil: none yet (a follower's, or dropped after a failed round)
 	epoch int64
 	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees or
-	// publicatie_ingehaald: the round must commit even if it publishes nothing.
-	dirty     bool
+	// publicatie_ingehaald, or changed the lead margin: the round must commit even if it
+	// publishes nothing.
+	dirty bool
+	// leadSince is when the lead margin was last raised or lowered (or this leader began): it
+	// decays leadDecay later (lead.go).
+	leadSince time.Time
 	lastSweep time.Time // of the view against the database
 	// intakePersons is the persons per handeling the last intake read (at least 1): how
 	// many handelingen the room under ViewBytes holds (intakeBounds).
@@ -45,6 +49,9 @@ func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
 // handeling again.
 func (w *openWork) forEpoch(epoch int64) *view {
 	if w.view == nil || w.epoch != epoch {
+		if w.epoch != epoch {
+			w.leadSince = time.Time{}
+		}
 		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap), epoch, time.Now()
 	}
 	return w.view
@@ -93,17 +100,18 @@ func (w *openWork) rebuild(reason string) *view {
 // how many it took in. When publicatie_herlees says a handeling was registered behind the
 // stand, it starts from a new, empty view instead. full says the intake read as many as it
 // could: more are waiting. Every SweepInterval it compares the view with the database
-// afterwards, and starts it again if they disagree.
-func (w *openWork) takeIn(ctx context.Context, q querier, epoch int64, horizon time.Time) (v *view, taken int, full bool, err error) {
-	taken, full, err = w.takeInto(ctx, q, w.forEpoch(epoch), horizon)
+// afterwards, and starts it again if they disagree. lead is the margin's row as the horizon
+// read it: the round learns the lead from what was recorded late (learnLead).
+func (w *openWork) takeIn(ctx context.Context, q querier, epoch int64, horizon time.Time, lead leadRow) (v *view, taken int, full bool, err error) {
+	taken, full, err = w.takeInto(ctx, q, w.forEpoch(epoch), horizon, lead)
 	if w.view != nil {
 		w.m.setView(w.view)
 	}
 	return w.view, taken, full, err
 }
 
-func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon time.Time) (taken int, full bool, err error) {
-	if err := w.reportOvertaken(ctx, q); err != nil {
+func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon time.Time, lead leadRow) (taken int, full bool, err error) {
+	if err := w.reportLatePersons(ctx, q); err != nil {
 		return 0, false, err
 	}
 	refused, err := refuseOddTsreg(ctx, q, w.cfg.Excluded)
@@ -116,8 +124,11 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 		w.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
 			slog.String("reason", handeling.FoutTsreg))
 	}
-	oldest, recordedLate, err := readHerlees(ctx, q)
+	oldest, recordedLate, observed, err := readHerlees(ctx, q)
 	if err != nil {
+		return 0, false, err
+	}
+	if err := w.learnLead(ctx, q, lead, observed); err != nil {
 		return 0, false, err
 	}
 	if recordedLate {
@@ -193,7 +204,7 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 			rewound = true
 		default:
 			late++
-			v.add(c, r.tsreg, false)
+			v.put(c, r.tsreg)
 		}
 	}
 	if read > 0 {
@@ -226,12 +237,12 @@ func (w *openWork) intakeBounds(v *view) (limit, budget int) {
 	return max(0, limit), budget
 }
 
-// reportOvertaken sets fout the handelingen recorded in publicatie_ingehaald that are still to
-// be delivered and reports those already published (readOvertaken). Both are a breach of the
-// contract by bijhouding (a handeling's persons committed after it); the log names the ids so
-// an operator can find them, never the persons.
-func (w *openWork) reportOvertaken(ctx context.Context, q querier) error {
-	found, err := readOvertaken(ctx, q, w.cfg.Excluded)
+// reportLatePersons reports the handelingen bijhouding added persons to after they were
+// delivered (readLatePersons): a breach of the contract (a handeling's persons committed after
+// it) that nothing can undo. The log names the ids so an operator can find them, never the
+// persons.
+func (w *openWork) reportLatePersons(ctx context.Context, q querier) error {
+	found, err := readLatePersons(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -239,16 +250,10 @@ func (w *openWork) reportOvertaken(ctx context.Context, q querier) error {
 		return nil
 	}
 	w.dirty = true // emptied publicatie_ingehaald
-	for _, o := range found {
-		if o.published {
-			w.m.overtaken.WithLabelValues("published").Inc()
-			w.log.Warn("persons added to a published handeling after a newer handeling of one of them was published: afnemers may have received them out of order",
-				slog.Int64("admhnd_id", o.id), slog.Int64("newer_admhnd_id", o.door))
-			continue
-		}
-		w.m.overtaken.WithLabelValues("fout").Inc()
-		w.log.Warn("persons added to a handeling after a newer handeling of one of them was published; set fout, an operator decides",
-			slog.Int64("admhnd_id", o.id), slog.Int64("newer_admhnd_id", o.door))
+	for _, id := range found {
+		w.m.latePersons.Inc()
+		w.log.Warn("persons added to a handeling after it was delivered: afnemers received it without them",
+			slog.Int64("admhnd_id", id))
 	}
 	return nil
 }
@@ -292,4 +297,4 @@ func recheck(ctx context.Context, q querier, ids []int64) error {
 	return nil
 }
 
-const recheckSQL = `insert into publicatie_nakomer (admhnd_id) select unnest($1::bigint[]) on conflict do nothing`
+const recheckSQL = `insert into publicatie_nakomer (admhnd_id) select unnest($1::bigint[])`

@@ -92,7 +92,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	if _, err := r.q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.Wartezeit.Milliseconds(), 10)); err != nil {
 		return r, dbErr(err)
 	}
-	horizon, mayMark, err := readHorizon(ctx, r.q)
+	horizon, lead, err := readHorizon(ctx, r.q)
 	if err != nil {
 		return r, dbErr(err)
 	}
@@ -106,7 +106,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	if r.budget <= 0 {
 		return r, nil
 	}
-	v, taken, full, err := p.work.takeIn(ctx, r.q, epoch, horizon)
+	v, taken, full, err := p.work.takeIn(ctx, r.q, epoch, horizon, lead)
 	if err != nil {
 		return r, dbErr(err)
 	}
@@ -122,11 +122,6 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 		return r, dbErr(err)
 	}
 	heads := Select(r.candidates, blocked, r.budget)
-	if !mayMark && len(heads) > 0 {
-		// A transaction adding late persons is open: the view may lack some (readHorizon).
-		p.log.Debug("a transaction adding persons late is open; marking nothing this round")
-		heads = nil
-	}
 	room := r.budget - len(heads)
 	for _, h := range heads {
 		g := v.group(h, blocked, min(p.cfg.GroupSize, 1+room), p.cfg.GroupBytes)

@@ -3,7 +3,6 @@ package publicatie
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -487,8 +486,9 @@ func TestRoundTakesOverWorkPublishedBefore(t *testing.T) {
 
 // A handeling registered below what the intake has passed (a writer that stamped tsreg before
 // its transaction's start, a clock behind) is recorded by the trigger on admhnd, and the next
-// round builds its view again from the oldest handeling: nothing newer of its persons goes
-// first.
+// round takes it in at its place: nothing newer of its persons goes first. A transaction that
+// registers more than 100 such (a load) leaves only the oldest of each statement recorded in
+// publicatie_herlees, and the view is built again from the oldest handeling, LIMIT at a time.
 func TestRoundTakesInLateHandelingenFirst(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{Limit: 2})
@@ -496,12 +496,22 @@ func TestRoundTakesInLateHandelingenFirst(t *testing.T) {
 	wantIDs(t, "first round", e.round(), 1, 2)
 	e.setStatus("geleverd", 1, 2)
 	wantIDs(t, "second round", e.round(), 3)
-	// (4 of a new person: of person 20, it would be overtaken by 2, delivered already: late_test.go)
+	// (4 of a new person: of person 20, it would be overtaken by 2, delivered already:
+	// levering.TestOvertakenHandelingEndsFout)
 	e.insert(h(4, 1, 50), h(5, 2, 30), h(6, 3, 40), h(7, 40, 20), h(8, 50, 30))
-	wantIDs(t, "the view built again from the oldest, LIMIT at a time", e.round(), 4, 5)
-	e.setStatus("geleverd", 4, 5)
-	wantIDs(t, "the next two", e.round(), 6, 7)
+	wantIDs(t, "the late ones at their place, then LIMIT more; 8 waits for 5", e.round(), 4, 5, 6, 7)
+	e.setStatus("geleverd", 4, 5, 6, 7)
 	wantIDs(t, "the last", e.round(), 8)
+	e.setStatus("geleverd", 8)
+
+	var load []load.Handeling
+	for i := range 150 {
+		load = append(load, h(int64(100+i), 60+i, int64(1000+i)))
+	}
+	e.insert(load...) // one statement, 150 with a tsreg in the past
+	e.insert(h(99, 59, 1000))
+	wantIDs(t, "built again from the oldest, LIMIT at a time", e.round(), 99)
+	wantIDs(t, "two more; person 1000's 100 waits for 99 in levering", e.round(), 101, 102)
 }
 
 // A handeling set back to be delivered (an operator's retry, or by hand) is recorded by the
@@ -599,52 +609,27 @@ func TestRoundSetBackBeyondTheStandWaitsForTheIntake(t *testing.T) {
 
 // A handeling registered with a tsreg in the past while a round moves the stand past it
 // (committed after the round's intake read, before its commit) is taken in by the next round
-// all the same: the trigger records every statement that registers a handeling with a tsreg
-// before its transaction's start, whatever the stand, and the next round builds its view again.
-// (Compared with the stand, the handeling was lost until the sweep.) Its persons' trigger waits
-// for the round that is marking (migration 0009), so it commits after that round.
+// all the same: the trigger records every handeling registered with a tsreg further before its
+// transaction's start than the lead margin (migration 0011), whatever the stand, and the next
+// round takes it in behind the stand. (Compared with the stand, the handeling was lost until
+// the sweep.)
 func TestRoundLateHandelingRegisteredDuringTheRound(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	e.insert(h(1, 10, 10), h(3, 30, 20))
-	registered := make(chan error, 1)
 	e.pub.cfg.Hooks.AfterIntake = func(ctx context.Context) error {
 		e.pub.cfg.Hooks.AfterIntake = nil
-		go func() {
-			registered <- load.Insert(context.Background(), e.db,
-				[]load.Handeling{{ID: 2, Soort: "VERHUIZING", Tsreg: t0.Add(20 * time.Millisecond), Personen: []int64{25}}})
-		}()
-		waitForLockWaiter(t, e.db)
-		return nil
+		// Committed now, after the intake read: this round cannot see it (nor could the window
+		// walk, which read everything in one statement).
+		return load.Insert(context.Background(), e.db,
+			[]load.Handeling{{ID: 2, Soort: "VERHUIZING", Tsreg: t0.Add(20 * time.Millisecond), Personen: []int64{25}}})
 	}
-	// 2 commits after the round: that round cannot see it (nor could the window walk, which
-	// read everything in one statement).
 	wantIDs(t, "the round during which 2 is registered", e.round(), 1, 3)
-	if err := <-registered; err != nil {
-		t.Fatal(err)
-	}
 	e.setStatus("geleverd", 1, 3)
 	e.insert(h(4, 40, 25))
 	wantIDs(t, "2 before 4", e.round(), 2)
 	e.setStatus("geleverd", 2)
 	wantIDs(t, "then 4", e.round(), 4)
-}
-
-// waitForLockWaiter waits until a session waits for migration 0009's advisory lock: a trigger
-// that found late persons while a round holds it.
-func waitForLockWaiter(t *testing.T, db *sqlx.DB) {
-	t.Helper()
-	brptest.Eventually(t, 10*time.Second, func() error {
-		var n int
-		if err := db.Get(&n, `select count(*) from pg_locks
-			where locktype = 'advisory' and objid = $1 and not granted`, lateLockKey); err != nil {
-			return err
-		}
-		if n == 0 {
-			return errors.New("no session waits for the late-persons lock")
-		}
-		return nil
-	})
 }
 
 // A tsreg outside the accepted range ('-infinity', 'infinity', before year 1, the year 10,000)

@@ -3,9 +3,7 @@ package publicatie
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/lib/pq"
@@ -14,34 +12,29 @@ import (
 	"github.com/brp/levering/internal/dbsession"
 )
 
-// readHorizon returns the registration time before which no handeling can still appear: the
-// start of the oldest transaction in progress in this database that may still register one
-// (bijhouding stamps tsreg at or after its transaction's start, so an open transaction may
-// still add handelingen as old as its start), or now when none is open. It must be read before
-// the candidates: a transaction that commits between the two reads is then either seen open
-// here or visible there.
+// readHorizon returns the registration time before which no handeling can still appear, less
+// the lead margin (lead.go): the start of the oldest transaction in progress in this database
+// that may still register one, or now when none is open, minus the lead by which bijhouding's
+// tsreg may lie before its transaction's start. A transaction that commits between this read
+// and the intake is either seen open here or visible there. It also returns the margin's row,
+// for the round to learn from.
 //
 // Left out: the service's own sessions (dbsession.ServiceSessionSQL), which never register
 // handelingen (a consumer frozen inside its transaction would otherwise hold back every
 // publication until the database ends its session), and transactions that have written
 // nothing (no transaction id) for longer than LateWriterGrace: a pg_dump or a report must not
 // hold back publication for its whole duration. Such a transaction that registers a handeling
-// after all is a late writer; migration 0009's triggers record it, so the view is built again,
-// and mayMark keeps order while it is open.
-//
-// mayMark is false while a transaction that added late persons or wrote late is open (it holds
-// advisory lock 7345002 shared): the round must not mark anything then, since the view may
-// lack persons that transaction is adding. When true, the round holds the lock exclusively
-// until it ends, so such a transaction's trigger waits for the round and then sees what it
-// marked (docs/robustness.md, "Late arrivals").
+// after all is a late writer; migration 0011's trigger records what it registers, and the
+// publisher takes it in behind its stand.
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
-func readHorizon(ctx context.Context, q querier) (h time.Time, mayMark bool, err error) {
-	if err := q.QueryRowContext(ctx, horizonSQL, LateWriterGrace.Seconds()).Scan(&h, &mayMark); err != nil {
-		return h, false, fmt.Errorf("read horizon: %w", err)
+func readHorizon(ctx context.Context, q querier) (h time.Time, l leadRow, err error) {
+	var marge, grens, held float64
+	if err := q.QueryRowContext(ctx, horizonSQL, LateWriterGrace.Seconds()).Scan(&h, &marge, &grens, &held); err != nil {
+		return h, l, fmt.Errorf("read horizon: %w", err)
 	}
-	return h, mayMark, nil
+	return h, leadRow{marge: seconds(marge), grens: seconds(grens), held: seconds(held)}, nil
 }
 
 // LateWriterGrace is how long a transaction without a transaction id holds back the horizon.
@@ -50,36 +43,42 @@ func readHorizon(ctx context.Context, q querier) (h time.Time, mayMark bool, err
 // and its look at pg_stat_activity.
 const LateWriterGrace = time.Second
 
-// lateLockKey is the advisory lock of migration 0009 (publicatie_personen_toegevoegd).
-const lateLockKey = 7_345_002
-
+// horizonSQL computes the horizon and reads the lead margin's row (publicatie_voorsprong):
+// the margin a transaction may have read when its trigger ran is the one held for it, so a
+// margin lowered at sinds still counts, as vorige, for transactions begun before then.
 var horizonSQL = `
-		select least(clock_timestamp(), (
-			select min(xact_start) from pg_stat_activity
+		select least(clock_timestamp(), o.start) - case when o.start < v.sinds then greatest(v.marge, v.vorige) else v.marge end,
+			extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8,
+			extract(epoch from case when o.start < v.sinds then greatest(v.marge, v.vorige) else v.marge end)::float8
+		from (
+			select min(xact_start) as start from pg_stat_activity
 			where datname = current_database() and pid <> pg_backend_pid()
 			  and backend_type = 'client backend' and xact_start is not null
 			  and (backend_xid is not null or xact_start > clock_timestamp() - make_interval(secs => $1))
-			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false))),
-		pg_try_advisory_xact_lock(` + strconv.Itoa(lateLockKey) + `)`
+			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false)
+		) o cross join (
+			select coalesce(max(marge), '0') as marge, coalesce(max(grens), '0') as grens,
+				coalesce(max(vorige), '0') as vorige, coalesce(max(sinds), '-infinity') as sinds
+			from publicatie_voorsprong
+		) v`
 
-// readOvertaken empties publicatie_ingehaald: handelingen whose persons were added late while
-// a newer handeling of one of those persons was already published. Delivered now, they would
-// reach the verzending queue after that newer one, so those still to be delivered are set
-// fout (handeling.FoutOvertaken) and returned with published false; those already published
-// before their persons were complete are returned with published true, to be reported.
-func readOvertaken(ctx context.Context, q querier, excluded []string) ([]overtaken, error) {
-	rows, err := q.QueryContext(ctx, overtakenSQL, handeling.FoutOvertaken, pq.Array(excluded))
+// readLatePersons empties publicatie_ingehaald and returns its handelingen: persons bijhouding
+// added to them after they were delivered (migration 0011), which nothing can undo, so the
+// leader reports them. (Records of migration 0009 are reported the same way: whatever became
+// of their handeling, the consumer's order check decides it now.)
+func readLatePersons(ctx context.Context, q querier) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, latePersonsSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
 	}
 	defer rows.Close()
-	var out []overtaken
+	var out []int64
 	for rows.Next() {
-		var o overtaken
-		if err := rows.Scan(&o.id, &o.door, &o.published); err != nil {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
 			return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
 		}
-		out = append(out, o)
+		out = append(out, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
@@ -87,27 +86,9 @@ func readOvertaken(ctx context.Context, q querier, excluded []string) ([]overtak
 	return out, nil
 }
 
-// overtaken is a handeling of publicatie_ingehaald: door is the newer handeling published first.
-type overtaken struct {
-	id, door  int64
-	published bool
-}
-
-var overtakenSQL = `
-		with d as (
-			delete from publicatie_ingehaald returning admhnd_id, door_id
-		), o as (
-			select admhnd_id, min(door_id) as door_id from d group by admhnd_id
-		), f as (
-			update admhnd a set statuslev = ` + handeling.FoutSQL + `, foutreden = $1
-			from o where a.id = o.admhnd_id and a.statuslev is null and ` + handeling.NotExcludedSQL("$2") + `
-			returning a.id
-		)
-		select o.admhnd_id, o.door_id, f.id is null
-		from o left join f on f.id = o.admhnd_id
-		join admhnd a on a.id = o.admhnd_id
-		where f.id is not null or a.statuslev::text in ('in_levering', 'geleverd')
-		order by o.admhnd_id`
+const latePersonsSQL = `
+		with d as (delete from publicatie_ingehaald returning admhnd_id)
+		select distinct admhnd_id from d order by 1`
 
 // querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
 type querier interface {
@@ -119,7 +100,7 @@ type querier interface {
 // roundSQL are the statements of a round that run prepared (see package prepared); not
 // intakeSQL, whose plan depends on its exclusion list.
 var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
-	blockedSQL, touchStaleSQL, markSQL}
+	blockedSQL, touchStaleSQL, markSQL, latePersonsSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off, and turns JIT compilation off for the round: its statements
@@ -225,7 +206,7 @@ var intakeTemplate = `
 			       coalesce(max(id) filter (where tsreg = (select max(tsreg) from c)), $3::bigint) as id
 			from c
 		), l as (
-			select a.id, a.tsreg from n cross join lateral (
+			select a.id, a.tsreg from (select distinct admhnd_id from n) n cross join lateral (
 				select id, tsreg, statuslev, soort from admhnd where id = n.admhnd_id offset 0) a, s
 			where a.statuslev is null and %[1]s and (a.tsreg, a.id) <= (s.tsreg, s.id)
 			  and ` + handeling.TsregAcceptedOn("a.tsreg") + `
@@ -284,22 +265,25 @@ var blockedSQL = `
 			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p`
 
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
-// false when it was empty): registered with a tsreg before its transaction's start, so the
-// intake may have passed it.
-func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, err error) {
-	err = q.QueryRowContext(ctx, herleesSQL).Scan(&oldest.tsreg, &oldest.id)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return place{}, false, nil
-	case err != nil:
-		return place{}, false, fmt.Errorf("read publicatie_herlees: %w", err)
+// false when it was empty): registered late by a transaction that registered many (migration
+// 0011), so the intake may have passed it. It also returns the largest lead of the
+// handelingen recorded in publicatie_nakomer by the registration trigger (0: none), to learn
+// the lead margin from before the intake empties that table.
+func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, lead time.Duration, err error) {
+	var tsreg sql.NullTime
+	var id sql.NullInt64
+	var secs float64
+	if err := q.QueryRowContext(ctx, herleesSQL).Scan(&tsreg, &id, &secs); err != nil {
+		return place{}, false, 0, fmt.Errorf("read publicatie_herlees: %w", err)
 	}
-	return oldest, true, nil
+	return place{tsreg: tsreg.Time, id: id.Int64}, id.Valid, seconds(secs), nil
 }
 
 const herleesSQL = `
 		with d as (delete from publicatie_herlees returning tsreg, admhnd_id)
-		select tsreg, admhnd_id from d order by tsreg, admhnd_id limit 1`
+		select o.tsreg, o.admhnd_id,
+			coalesce(extract(epoch from (select max(voorsprong) from publicatie_nakomer))::float8, 0)
+		from (select 1) x left join lateral (select tsreg, admhnd_id from d order by tsreg, admhnd_id limit 1) o on true`
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
 // the view holds when it and the database agree.

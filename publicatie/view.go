@@ -161,6 +161,19 @@ func (v *view) add(c Candidate, tsreg time.Time, mayPark bool) {
 	}
 }
 
+// put takes in a handeling recorded in publicatie_nakomer, behind the stand (add without
+// parking): one already in the view whose persons changed (bijhouding added some late) is
+// taken in again with its persons.
+func (v *view) put(c Candidate, tsreg time.Time) {
+	if e, ok := v.byID[c.ID]; ok {
+		if slices.Equal(e.personen, c.Personen) {
+			return
+		}
+		v.remove(c.ID)
+	}
+	v.add(c, tsreg, false)
+}
+
 // mustPark says whether a handeling of these persons, after everything in the view, must be
 // parked: one of them is parked, or has personCap handelingen in the view.
 func (v *view) mustPark(personen []int64) bool {

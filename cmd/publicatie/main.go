@@ -49,6 +49,7 @@ type config struct {
 	Wartezeit         *setup.Seconds   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT" max:"1h"`
 	Standalone        *setup.Bool      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE"`
 	RedeliveryTimeout *setup.Seconds   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" max:"24h"`
+	MaxLead           *setup.Millis    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXLEAD" max:"1m"`
 	FixedDelay        *setup.Not       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP"`
 	// The publisher takes the first broker node that answers, in the order listed.
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"false"`
@@ -74,6 +75,7 @@ func newConfig(pub *publicatie.Config) *config {
 		Wartezeit:         (*setup.Seconds)(&pub.Wartezeit),
 		Standalone:        (*setup.Bool)(&pub.Standalone),
 		RedeliveryTimeout: (*setup.Seconds)(&pub.RedeliveryTimeout),
+		MaxLead:           (*setup.Millis)(&pub.MaxLead),
 		FixedDelay:        (*setup.Not)(&pub.FixedDelay),
 		pub:               pub,
 	}

@@ -1,0 +1,138 @@
+-- Late arrivals once the consumer checks the order where it delivers (package levering; issue
+-- 32; docs/robustness.md, "Late arrivals"). Migration 0009 kept order at the publisher alone:
+-- every registration whose tsreg lay before its transaction's start (what an application
+-- server's clock gives, the normal case by CONTRACT.md section 1) took an advisory lock that
+-- kept rounds from marking, looked up its persons' newer handelingen, and made the publisher
+-- build its view again. At 2,000 registrations a second that was every registration, and the
+-- service no longer kept up. Now:
+--
+-- * The publisher learns how far before its transaction's start bijhouding's tsreg lies (the
+--   lead) and holds its horizon back by that much (publicatie_voorsprong.marge, at most
+--   grens): registrations within the margin are ordinary and cost the triggers below one
+--   look at that row.
+-- * A registration beyond the margin (or by a late writer) is recorded for the publisher
+--   in publicatie_nakomer, with its lead, so that the publisher takes it into its view at its
+--   place and learns the lead; a statement with more than 100 such rows (a load, a
+--   conversion) records only its oldest in publicatie_herlees, and the view is built again.
+-- * Persons added to another transaction's handeling are recorded the same way; the
+--   handeling's row is held (key share, as the foreign key does) until the commit, so that a
+--   consumer delivering it either sees the persons or is seen to have delivered it, which is
+--   reported (publicatie_ingehaald, door_id null).
+-- * Whether a late handeling was overtaken (a newer handeling of one of its persons already
+--   geleverd) the publisher checks before it publishes it; the consumer holds back any
+--   handeling whose older handeling of a person is still open.
+
+create table if not exists publicatie_voorsprong (
+    enig   boolean     primary key default true check (enig),
+    -- the lead the publisher holds its horizon back by, and the largest lead it learns
+    marge  interval    not null default '0',
+    grens  interval    not null default '2 s',
+    -- the margin before the last lowering, still held for transactions begun before sinds
+    vorige interval    not null default '0',
+    sinds  timestamptz not null default '-infinity'
+);
+insert into publicatie_voorsprong default values on conflict do nothing;
+
+alter table publicatie_nakomer add column if not exists voorsprong interval null;
+-- A record is an event, not a state: the same handeling may be recorded again while the leader
+-- deletes what it read. With a key, a trigger's "on conflict do nothing" met a committed row
+-- the leader was deleting and recorded nothing (persons added late went unseen); an update of
+-- that row instead would make the leader's delete wait for bijhouding's commit. Without a key
+-- every record is its own row, and the leader reads each distinct id once.
+alter table publicatie_nakomer drop constraint if exists publicatie_nakomer_pkey;
+
+create or replace function publicatie_nakomer_teruggezet() returns trigger
+    language plpgsql security definer set search_path from current as $$
+begin
+    insert into publicatie_nakomer (admhnd_id) values (new.id);
+    return null;
+end $$;
+alter table publicatie_ingehaald alter column door_id drop not null;
+
+-- The advisory lock of 0009 is gone: nothing takes it any more.
+
+-- Records one more late row in publicatie_nakomer for this transaction, or says (false) that
+-- it has recorded 100 already: a transaction that registers more (a load, a conversion, a
+-- backfill, statement by statement) leaves only the oldest of each statement in
+-- publicatie_herlees, and the publisher builds its view again from the oldest, in bounded
+-- reads, instead of taking a million handelingen in at once.
+create or replace function publicatie_nakomer_ruimte(n bigint) returns boolean
+    language plpgsql as $$
+declare
+    al bigint := coalesce(nullif(current_setting('brp_levering.nakomers', true), ''), '0')::bigint;
+begin
+    if al + n > 100 then
+        return false;
+    end if;
+    perform set_config('brp_levering.nakomers', (al + n)::text, true);
+    return true;
+end $$;
+
+create or replace function publicatie_herlees_geregistreerd() returns trigger
+    language plpgsql security definer set search_path from current as $$
+declare
+    laat_schrijver boolean := publicatie_late_writer();
+    v publicatie_voorsprong;
+    n bigint;
+begin
+    select * into v from publicatie_voorsprong;
+    if not found then
+        v.marge := '0';
+        v.grens := '0';
+    end if;
+    select count(*) into n from nieuw
+    where (laat_schrijver or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
+    if n = 0 then
+        return null;
+    elsif publicatie_nakomer_ruimte(n) then
+        insert into publicatie_nakomer (admhnd_id, voorsprong)
+        select id, case when not laat_schrijver and now() - tsreg <= v.grens then now() - tsreg end from nieuw
+        where (laat_schrijver or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
+    else
+        insert into publicatie_herlees (tsreg, admhnd_id)
+        select tsreg, id from nieuw
+        where (laat_schrijver or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31'
+        order by tsreg, id limit 1;
+    end if;
+    return null;
+end $$;
+
+create or replace function publicatie_personen_toegevoegd() returns trigger
+    language plpgsql security definer set search_path from current as $$
+declare
+    aantal bigint;
+begin
+    -- Ordinary bijhouding writes a handeling and its persons in one transaction: one index
+    -- probe per person, and nothing else.
+    if not exists (select from nieuw n join admhnd a on a.id = n.admhnd_id where not publicatie_own_row(a.xmin)) then
+        return null;
+    end if;
+    -- Persons added to another transaction's handeling. Hold its row as the foreign key does
+    -- (bijhouding's table may have none): a consumer delivering it waits for this commit and
+    -- then sees the persons, or this waits for the consumer's commit and sees it geleverd.
+    perform from admhnd a
+    where a.id in (select admhnd_id from nieuw) and not publicatie_own_row(a.xmin)
+    order by a.id for key share;
+    -- Read after the lock. Delivered without these persons: reported.
+    insert into publicatie_ingehaald (admhnd_id, persoon_id, door_id)
+    select distinct a.id, n.persoon_id, null::bigint from nieuw n join admhnd a on a.id = n.admhnd_id
+    where not publicatie_own_row(a.xmin) and a.statuslev::text = 'geleverd';
+    -- Still to be delivered: the publisher's view may hold it with its old persons. (In
+    -- levering: the consumer holds it back for its persons, which records it.)
+    select count(distinct a.id) into aantal from nieuw n join admhnd a on a.id = n.admhnd_id
+    where not publicatie_own_row(a.xmin) and a.statuslev is null;
+    if aantal = 0 then
+        return null;
+    elsif publicatie_nakomer_ruimte(aantal) then
+        insert into publicatie_nakomer (admhnd_id)
+        select distinct a.id from nieuw n join admhnd a on a.id = n.admhnd_id
+        where not publicatie_own_row(a.xmin) and a.statuslev is null;
+    else
+        insert into publicatie_herlees (tsreg, admhnd_id)
+        select a.tsreg, a.id from nieuw n join admhnd a on a.id = n.admhnd_id
+        where not publicatie_own_row(a.xmin) and a.statuslev is null
+          and a.tsreg >= '0001-01-02' and a.tsreg < '9999-12-31'
+        order by a.tsreg, a.id limit 1;
+    end if;
+    return null;
+end $$;
