@@ -28,6 +28,10 @@ const (
 // delivers it all the same.
 const FoutOvertaken = "ingehaald: een nieuwere handeling van een van zijn personen was al geleverd"
 
+// FoutGeenPersonen is the foutreden a consumer gives a handeling without bijgehouden personen
+// (a known error, CONTRACT.md section 5).
+const FoutGeenPersonen = "handeling heeft geen bijgehouden personen"
+
 // The statuses as SQL literals, for queries written as constants: "statuslev = " + InLeveringSQL.
 // TeLeveren has none: it is "statuslev is null".
 const (

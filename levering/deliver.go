@@ -184,9 +184,6 @@ var applySQL = `
 		where id = any($1) and statuslev = ` + handeling.InLeveringSQL + `
 		returning id, tslev`
 
-// foutGeenPersonen is the foutreden of a handeling without bijgehouden personen.
-const foutGeenPersonen = "handeling heeft geen bijgehouden personen"
-
 // row is a handeling of a batch as checkSQL read it, under the batch's row locks.
 type row struct {
 	id          int64
@@ -342,7 +339,7 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 			out = result{outcome: heldBack, reason: reasonPersonsChanged}
 			hold(reasonOlderOpen, append(slices.Concat(carried[r.id]...), r.personen...))
 		case len(r.personen) == 0:
-			out = result{outcome: markedFout, reason: foutGeenPersonen}
+			out = result{outcome: markedFout, reason: handeling.FoutGeenPersonen}
 		case !r.tsreg.Valid:
 			out = result{outcome: markedFout, reason: handeling.FoutTsreg}
 			hold(reasonBehindFout, r.personen)

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,25 +11,38 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/levering"
 	"github.com/brp/levering/publicatie"
 )
 
-// TestHostileBijhouding runs the pipeline beside a randomized bijhouding that does what a real
-// register's neighbours do: ordinary registrations, huge and empty handelingen, tsreg in the
-// past and out of range, persons committed after their handeling, late writers, duplicate
-// persons, rolled-back transactions, and long readers beside. It fails on any loss (a handeling
-// that does not end geleverd or fout with a reason its kind allows), any order violation on the
-// verzending queue, or a stall (work left after StallBound once bijhouding stopped).
-// BRP_HOSTILE_SEED replays a run.
+// TestHostileBijhouding runs the pipeline (a publisher and two mutatielevering processes, default
+// settings) beside a randomized bijhouding that does what a real register's neighbours do:
+// ordinary registrations, registrations stamped with the application servers' clocks (read
+// before the transaction begins; one server's clock 0.2 s and one's 0.5 s behind the
+// database's), huge and empty handelingen, tsreg in the past and out of range, persons
+// committed after their handeling (also handelingen registered without persons whose persons
+// come a second later), late writers, duplicate persons, excluded soorten, rolled-back
+// transactions, and long readers beside. Meanwhile the consumers lag: all of them paused
+// (SIGSTOP) or one stopped for a few seconds, while more persons are committed late; and
+// forged and misrouted publications arrive on the publication queue (a person's newer handeling
+// alone, a group with another person's member, an excluded member, wrong persons, unknown and
+// delivered ids). It fails on any loss (a handeling that does not end geleverd or fout with a
+// reason its kind allows, an excluded one touched, an unknown id not set aside), any order
+// violation on the verzending queue (per person, by the persons each message carries, which
+// must be the handeling's persons but for those added after its delivery), or a stall (work
+// left after hostileStallBound once bijhouding stopped). On ActiveMQ with the contract's tables
+// in three forms, and on RabbitMQ. BRP_HOSTILE_SEED replays a run.
 func TestHostileBijhouding(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
@@ -55,6 +69,7 @@ const hostileStallBound = 2 * time.Minute
 type hostileForm struct {
 	name       string
 	db         func(t testing.TB) (*sqlx.DB, string)
+	broker     func(t testing.TB) broker.Config
 	duplicates bool // admhnd_persoon has no key: the same person may be added twice
 }
 
@@ -63,6 +78,8 @@ var hostileForms = []hostileForm{
 	{name: "enum", db: func(t testing.TB) (*sqlx.DB, string) { return brptest.DBWith(t, brptest.StatusEnum) }},
 	{name: "withoutkey", db: func(t testing.TB) (*sqlx.DB, string) { return brptest.DBWith(t, brptest.PersoonWithoutKey) },
 		duplicates: true},
+	{name: "rabbitmq", db: func(t testing.TB) (*sqlx.DB, string) { return brptest.DBWith(t, brptest.StatusText) },
+		broker: brptest.RabbitMQ},
 }
 
 // kind is what the bijhouding did with a handeling; it decides how the handeling may end.
@@ -72,41 +89,80 @@ const (
 	ordinary kind = iota
 	huge
 	empty
-	odd    // tsreg out of the accepted range
-	past   // tsreg some seconds before its transaction's start
-	latePs // persons added in a later transaction
-	lateWr // registered by a late writer
+	odd      // tsreg out of the accepted range
+	past     // tsreg some seconds before its transaction's start
+	latePs   // persons added in a later transaction
+	lateWr   // registered by a late writer
+	client   // tsreg from an application server's clock, read before the transaction began
+	noneYet  // registered without persons; persons added a little later, in another transaction
+	excluded // of the excluded soort: never touched
 )
 
-func (k kind) mayBeOvertaken() bool { return k == past || k == latePs || k == lateWr }
+var kindNames = []string{"ordinary", "huge", "empty", "odd", "past", "late persons", "late writer", "client clock",
+	"persons later", "excluded"}
+
+func (k kind) String() string { return kindNames[k] }
+
+// mayBeOvertaken says whether a handeling of this kind may end fout as overtaken: registered
+// (or given persons) late, a newer handeling of one of its persons may have reached afnemers
+// first. Not a registration stamped by an application server's clock within MaxLead: that is
+// the normal case (CONTRACT.md section 1).
+func (k kind) mayBeOvertaken() bool { return k == past || k == latePs || k == lateWr || k == noneYet }
 
 // registered is a committed handeling as bijhouding knows it.
 type registered struct {
 	load.Handeling
 	kind kind
+	// addedAfter are persons bijhouding added after the handeling was delivered (it saw it
+	// geleverd in the adding transaction): the verzending message lacks them, and may.
+	addedAfter []int64
 }
 
 type hostile struct {
-	t    *testing.T
-	db   *sqlx.DB
-	form hostileForm
-	mu   sync.Mutex
-	ids  int64
-	regs map[int64]*registered
+	t      *testing.T
+	db     *sqlx.DB
+	form   hostileForm
+	broker broker.Config
+	queue  string // the publication queue
+	// clocks are the application servers' clock offsets: one on time, one 0.2 s and one 0.5 s
+	// behind the database's.
+	clocks []time.Duration
+
+	mu      sync.Mutex
+	ids     int64
+	regs    map[int64]*registered
+	unknown []int64 // forged publications of ids that do not exist
+}
+
+// lagging are the pipeline's processes, for the consumers' lag.
+type lagging struct {
+	w         *world
+	bin       string
+	consumers []*brptest.Proc
 }
 
 func runHostile(t *testing.T, form hostileForm, seed uint64) {
 	db, url := form.db(t)
-	w := &world{broker: brptest.Broker(), q: brptest.NewQueues(t), db: db, dbURL: url}
+	b := brptest.Broker()
+	if form.broker != nil {
+		b = form.broker(t)
+	}
+	w := &world{broker: b, q: brptest.NewQueues(t), db: db, dbURL: url}
 	w.verzending = brptest.ReadFrom(t, w.broker, w.q.Verzending)
-	h := &hostile{t: t, db: db, form: form, regs: map[int64]*registered{}}
-	w.consumers(t, 2, 2)
+	dlq := brptest.ReadFrom(t, w.broker, w.q.DLQ)
+	h := &hostile{t: t, db: db, form: form, broker: b, queue: w.q.Publicatie, regs: map[int64]*registered{},
+		clocks: []time.Duration{0, -200 * time.Millisecond, -500 * time.Millisecond}}
+	ps := &lagging{w: w, bin: brptest.Build(t, "cmd/mutatielevering")}
+	for i := range 2 {
+		ps.consumers = append(ps.consumers, w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), ps.bin, "BRP_LOG_LEVEL=info"))
+	}
 	w.publisher(t, publicatie.Config{MaxInLevering: 200})
+	h.learnClocks()
 
 	ctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
 	defer stop()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
+	errs := make(chan error, 16)
 	for g := range 3 {
 		wg.Add(1)
 		go func() {
@@ -114,7 +170,7 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 			r := rand.New(rand.NewPCG(seed, uint64(g)))
 			for ctx.Err() == nil {
 				// Not ctx: a transaction cut off by it might have committed unseen.
-				if err := h.act(context.Background(), r); err != nil {
+				if err := h.act(context.Background(), r, h.clocks[g]); err != nil {
 					errs <- fmt.Errorf("bijhouding: %w", err)
 					return
 				}
@@ -143,36 +199,95 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 			}
 		}
 	}()
+	wg.Add(1)
+	go func() { // forged and misrouted publications
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(seed, 100))
+		for ctx.Err() == nil {
+			if err := h.forge(r); err != nil {
+				errs <- fmt.Errorf("forger: %w", err)
+				return
+			}
+			time.Sleep(time.Duration(10+r.IntN(40)) * time.Millisecond)
+		}
+	}()
+	wg.Add(1)
+	go func() { // consumers that lag, while persons are committed late
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(seed, 200))
+		for ctx.Err() == nil {
+			if err := ps.lag(ctx, r, h); err != nil {
+				errs <- fmt.Errorf("lag: %w", err)
+				return
+			}
+		}
+	}()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	// A last release after bijhouding stopped, then everything must end.
-	h.verify(w)
+	h.verify(w, dlq)
 }
 
-// act does one random bijhouding action.
-func (h *hostile) act(ctx context.Context, r *rand.Rand) error {
+// learnClocks registers one handeling stamped by the clock furthest behind, as the service had
+// seen before this run began: the leader learns that lead (publicatie's lead margin), so the
+// application servers' registrations are ordinary from the start. The margin is learned from
+// the lead of a registration beyond it, plus slack for the jitter between reading the clock
+// and the transaction's start; 50 ms more than the furthest clock keeps this machine's jitter
+// inside it.
+func (h *hostile) learnClocks() {
+	t := h.t
+	id, ps := h.nextID(), []int64{1}
+	tx := h.db.MustBegin()
+	var ts time.Time
+	if err := tx.Get(&ts, `insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', now() - interval '550 ms') returning tsreg`, id); err != nil {
+		t.Fatal(err)
+	}
+	tx.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values ($1, 1)`, id)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	h.record(&registered{Handeling: load.Handeling{ID: id, Soort: "VERHUIZING", Tsreg: ts, Personen: ps}, kind: ordinary})
+	brptest.Eventually(t, 30*time.Second, func() error {
+		var margin float64
+		if err := h.db.Get(&margin, `select extract(epoch from marge) from publicatie_voorsprong`); err != nil {
+			return err
+		}
+		if margin < 0.55 {
+			return fmt.Errorf("lead margin %.3f s", margin)
+		}
+		return nil
+	})
+}
+
+// act does one random bijhouding action, with the clock of its application server at offset.
+func (h *hostile) act(ctx context.Context, r *rand.Rand, offset time.Duration) error {
 	switch x := r.IntN(100); {
+	case x < 30:
+		return h.register(ctx, r, ordinary, r.IntN(3)+1, 0)
 	case x < 45:
-		return h.register(ctx, r, ordinary, r.IntN(3)+1)
+		return h.register(ctx, r, client, r.IntN(3)+1, offset)
 	case x < 48:
-		return h.register(ctx, r, huge, 200+r.IntN(800))
-	case x < 53:
-		return h.register(ctx, r, empty, 0)
-	case x < 58:
-		return h.register(ctx, r, odd, r.IntN(2)+1)
-	case x < 68:
-		return h.register(ctx, r, past, r.IntN(2)+1)
-	case x < 80:
-		return h.latePersons(ctx, r)
-	case x < 87:
+		return h.register(ctx, r, huge, 200+r.IntN(800), 0)
+	case x < 52:
+		return h.register(ctx, r, empty, 0, 0)
+	case x < 56:
+		return h.register(ctx, r, odd, r.IntN(2)+1, 0)
+	case x < 64:
+		return h.register(ctx, r, past, r.IntN(2)+1, 0)
+	case x < 74:
+		return h.latePersons(ctx, r, false)
+	case x < 78:
+		return h.latePersons(ctx, r, true)
+	case x < 84:
 		return h.lateWriter(ctx, r)
-	case x < 92:
+	case x < 88:
 		return h.rolledBack(ctx, r)
+	case x < 92:
+		return h.register(ctx, r, excluded, r.IntN(2)+1, 0)
 	default:
-		return h.register(ctx, r, ordinary, r.IntN(3)+1)
+		return h.register(ctx, r, ordinary, r.IntN(3)+1, 0)
 	}
 }
 
@@ -208,12 +323,12 @@ func (h *hostile) record(reg *registered) {
 
 var oddTsreg = []string{"-infinity", "infinity", "0044-03-15 BC", "0001-01-01 00:00:00+00", "9999-12-31 12:00:00+00", "20000-01-01 00:00:00+00"}
 
-// insertSQL registers one handeling with its persons. $3 is the tsreg expression's argument:
-// seconds before now(), or an odd literal.
-func (h *hostile) insert(ctx context.Context, tx *sqlx.Tx, id int64, tsreg string, arg any, ps []int64) (time.Time, error) {
+// insert registers one handeling with its persons. tsreg is the tsreg expression, arg its
+// argument: seconds before now(), an odd literal, or the application server's clock.
+func (h *hostile) insert(ctx context.Context, tx *sqlx.Tx, id int64, soort, tsreg string, arg any, ps []int64) (time.Time, error) {
 	var ts sql.NullTime
-	if err := tx.GetContext(ctx, &ts, `insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', `+tsreg+`)
-		returning case when tsreg >= '0001-01-02' and tsreg < '9999-12-31' then tsreg end`, id, arg); err != nil {
+	if err := tx.GetContext(ctx, &ts, `insert into admhnd (id, soort, tsreg) values ($1, $2, `+tsreg+`)
+		returning case when tsreg >= '0001-01-02' and tsreg < '9999-12-31' then tsreg end`, id, soort, arg); err != nil {
 		return time.Time{}, err
 	}
 	rows := ps
@@ -229,7 +344,10 @@ func (h *hostile) insert(ctx context.Context, tx *sqlx.Tx, id int64, tsreg strin
 	return ts.Time, nil
 }
 
-func (h *hostile) register(ctx context.Context, r *rand.Rand, k kind, n int) error {
+const secondsBefore = "now() - make_interval(secs => $3)"
+
+func (h *hostile) register(ctx context.Context, r *rand.Rand, k kind, n int, offset time.Duration) error {
+	clock := time.Now().Add(offset) // read before the transaction begins, as an application server does
 	tx, err := h.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
@@ -238,19 +356,25 @@ func (h *hostile) register(ctx context.Context, r *rand.Rand, k kind, n int) err
 	var regs []*registered
 	for range 1 + r.IntN(2) {
 		id, ps := h.nextID(), persons(r, n)
+		soort := "VERHUIZING"
 		var ts time.Time
 		switch k {
 		case odd:
-			_, err = h.insert(ctx, tx, id, "$2::timestamptz", oddTsreg[r.IntN(len(oddTsreg))], ps)
+			_, err = h.insert(ctx, tx, id, soort, "$3::timestamptz", oddTsreg[r.IntN(len(oddTsreg))], ps)
 		case past:
-			ts, err = h.insert(ctx, tx, id, "now() - make_interval(secs => $2)", r.Float64()*5, ps)
+			ts, err = h.insert(ctx, tx, id, soort, secondsBefore, r.Float64()*5, ps)
+		case client:
+			ts, err = h.insert(ctx, tx, id, soort, "$3::timestamptz", clock, ps)
+		case excluded:
+			soort = load.ExcludedSoort
+			ts, err = h.insert(ctx, tx, id, soort, secondsBefore, 0, ps)
 		default:
-			ts, err = h.insert(ctx, tx, id, "now() - make_interval(secs => $2)", 0, ps)
+			ts, err = h.insert(ctx, tx, id, soort, secondsBefore, 0, ps)
 		}
 		if err != nil {
 			return err
 		}
-		regs = append(regs, &registered{Handeling: load.Handeling{ID: id, Soort: "VERHUIZING", Tsreg: ts, Personen: ps}, kind: k})
+		regs = append(regs, &registered{Handeling: load.Handeling{ID: id, Soort: soort, Tsreg: ts, Personen: ps}, kind: k})
 	}
 	if err := tx.Commit(); err != nil {
 		return err
@@ -261,39 +385,47 @@ func (h *hostile) register(ctx context.Context, r *rand.Rand, k kind, n int) err
 	return nil
 }
 
-// latePersons registers a handeling, commits, and adds persons in a later transaction. Persons
-// added after the handeling was published are not part of its order: the service reports them.
-func (h *hostile) latePersons(ctx context.Context, r *rand.Rand) error {
+// latePersons registers a handeling (without persons when none is set), commits, and adds
+// persons in a later transaction, reading in that transaction what became of it: persons added
+// after its delivery are not part of its verzending, and the service reports them.
+func (h *hostile) latePersons(ctx context.Context, r *rand.Rand, none bool) error {
 	tx, err := h.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck
-	id, ps := h.nextID(), persons(r, 1+r.IntN(2))
-	ts, err := h.insert(ctx, tx, id, "now() - make_interval(secs => $2)", 0, ps)
+	id, ps, k := h.nextID(), persons(r, 1+r.IntN(2)), latePs
+	if none {
+		ps, k = nil, noneYet
+	}
+	ts, err := h.insert(ctx, tx, id, "VERHUIZING", secondsBefore, 0, ps)
 	if err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	reg := &registered{Handeling: load.Handeling{ID: id, Soort: "VERHUIZING", Tsreg: ts, Personen: ps}, kind: latePs}
+	reg := &registered{Handeling: load.Handeling{ID: id, Soort: "VERHUIZING", Tsreg: ts, Personen: ps}, kind: k}
 	h.record(reg)
 	time.Sleep(time.Duration(r.IntN(300)) * time.Millisecond)
+	if none {
+		time.Sleep(time.Duration(500+r.IntN(1000)) * time.Millisecond)
+	}
 	added := slices.DeleteFunc(persons(r, 1+r.IntN(2)), func(p int64) bool { return slices.Contains(ps, p) })
+	if len(added) == 0 {
+		return nil
+	}
 	tx, err = h.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck
-	if len(added) > 0 {
-		if _, err := tx.ExecContext(ctx, `insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`,
-			id, pq.Array(added)); err != nil {
-			return err
-		}
+	if _, err := tx.ExecContext(ctx, `insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`,
+		id, pq.Array(added)); err != nil {
+		return err
 	}
-	// Read after the insert: its trigger holds the lock that keeps rounds from marking, so
-	// the status cannot leave NULL before the commit.
+	// Read after the insert, which waited for a consumer delivering it: geleverd now means
+	// delivered without these persons.
 	var status sql.NullString
 	if err := tx.GetContext(ctx, &status, `select statuslev::text from admhnd where id = $1`, id); err != nil {
 		return err
@@ -301,11 +433,12 @@ func (h *hostile) latePersons(ctx context.Context, r *rand.Rand) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	if !status.Valid {
-		h.mu.Lock()
-		reg.Personen = slices.Sorted(slices.Values(append(slices.Clone(ps), added...)))
-		h.mu.Unlock()
+	h.mu.Lock()
+	reg.Personen = slices.Sorted(slices.Values(append(slices.Clone(ps), added...)))
+	if status.String == "geleverd" {
+		reg.addedAfter = added
 	}
+	h.mu.Unlock()
 	return nil
 }
 
@@ -324,7 +457,7 @@ func (h *hostile) lateWriter(ctx context.Context, r *rand.Rand) error {
 	var regs []*registered
 	for range 1 + r.IntN(3) {
 		id, ps := h.nextID(), persons(r, 1+r.IntN(2))
-		ts, err := h.insert(ctx, tx, id, "now() - make_interval(secs => $2)", 0, ps)
+		ts, err := h.insert(ctx, tx, id, "VERHUIZING", secondsBefore, 0, ps)
 		if err != nil {
 			return err
 		}
@@ -344,38 +477,123 @@ func (h *hostile) rolledBack(ctx context.Context, r *rand.Rand) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.insert(ctx, tx, h.nextID(), "now() - make_interval(secs => $2)", 0, persons(r, 2)); err != nil {
+	if _, err := h.insert(ctx, tx, h.nextID(), "VERHUIZING", secondsBefore, 0, persons(r, 2)); err != nil {
 		tx.Rollback() //nolint:errcheck
 		return err
 	}
 	return tx.Rollback()
 }
 
+// forge puts a publication on the publication queue that no publisher of this service sends:
+// a registered handeling alone, with its persons or others; a group of two or three registered
+// handelingen of any persons (an excluded one among them at times); an unknown id.
+func (h *hostile) forge(r *rand.Rand) error {
+	h.mu.Lock()
+	var known []*registered
+	for _, reg := range h.regs {
+		known = append(known, reg)
+	}
+	h.mu.Unlock()
+	if len(known) == 0 {
+		return nil
+	}
+	slices.SortFunc(known, func(a, b *registered) int { return int(a.ID - b.ID) })
+	pick := func() handeling.Member {
+		reg := known[r.IntN(len(known))]
+		if r.IntN(5) == 0 {
+			return handeling.Member{ID: reg.ID, Personen: persons(r, 1)} // the wrong persons
+		}
+		return handeling.Member{ID: reg.ID, Personen: slices.Clone(reg.Personen)}
+	}
+	var members []handeling.Member
+	switch x := r.IntN(10); {
+	case x < 5:
+		members = []handeling.Member{pick()}
+	case x < 9:
+		for range 2 + r.IntN(2) {
+			members = append(members, pick())
+		}
+	default:
+		id := int64(1_000_000_000 + r.IntN(1_000_000))
+		h.mu.Lock()
+		h.unknown = append(h.unknown, id)
+		h.mu.Unlock()
+		members = []handeling.Member{{ID: id, Personen: []int64{1}}}
+	}
+	body, err := json.Marshal(handeling.NewPublication(members))
+	if err != nil {
+		return err
+	}
+	conn, err := broker.Dial(context.Background(), h.broker)
+	if err != nil {
+		return err
+	}
+	defer conn.Disconnect()
+	return conn.Send(context.Background(), broker.Message{Destination: h.queue, Header: handeling.IDHeaders(members[0].ID), Body: body})
+}
+
+// lag makes the consumers lag for a few seconds, while bijhouding commits persons late: all of
+// them paused (SIGSTOP, as a VM pause), or one of them stopped and started again.
+func (ps *lagging) lag(ctx context.Context, r *rand.Rand, h *hostile) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(time.Duration(2+r.IntN(3)) * time.Second):
+	}
+	d := time.Duration(1500+r.IntN(2500)) * time.Millisecond
+	burst := func() error {
+		for range 3 {
+			if err := h.latePersons(context.Background(), r, r.IntN(2) == 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r.IntN(2) == 0 {
+		for _, c := range ps.consumers {
+			c.Signal(syscall.SIGSTOP)
+		}
+		err := burst()
+		time.Sleep(d)
+		for _, c := range ps.consumers {
+			c.Signal(syscall.SIGCONT)
+		}
+		return err
+	}
+	i := r.IntN(len(ps.consumers))
+	ps.consumers[i].Signal(syscall.SIGTERM)
+	err := burst()
+	time.Sleep(d)
+	ps.consumers[i] = ps.w.consumerProc(h.t, fmt.Sprintf("mutatielevering-%d", i+1), ps.bin, "BRP_LOG_LEVEL=info")
+	return err
+}
+
 // verify waits for every registered handeling to end, then checks how each ended and the order
 // on the verzending queue.
-func (h *hostile) verify(w *world) {
+func (h *hostile) verify(w *world, dlq *brptest.Reader) {
 	t := h.t
 	counts := map[kind]int{}
 	for _, reg := range h.regs {
 		counts[reg.kind]++
 	}
-	t.Logf("registered: %d ordinary, %d huge, %d empty, %d odd tsreg, %d past tsreg, %d late persons, %d late writer",
-		counts[ordinary], counts[huge], counts[empty], counts[odd], counts[past], counts[latePs], counts[lateWr])
+	t.Logf("registered: %v; %d forged publications of unknown ids", counts, len(h.unknown))
 	type end struct {
 		ID     int64          `db:"id"`
 		Status sql.NullString `db:"statuslev"`
 		Reden  sql.NullString `db:"foutreden"`
+		Tslev  sql.NullTime   `db:"tslev"`
+		Tspub  sql.NullTime   `db:"tspub"`
 	}
 	var ends []end
 	brptest.EventuallyEvery(t, hostileStallBound, time.Second, func() error {
 		h.db.Exec(`update admhnd set vrijgegeven = now() where statuslev::text = 'fout' and vrijgegeven is null`) //nolint:errcheck // next time
 		ends = nil
-		if err := h.db.Select(&ends, `select id, statuslev::text as statuslev, foutreden from admhnd order by id`); err != nil {
+		if err := h.db.Select(&ends, `select id, statuslev::text as statuslev, foutreden, tslev, tspub from admhnd order by id`); err != nil {
 			return err
 		}
 		open := 0
 		for _, e := range ends {
-			if !e.Status.Valid || e.Status.String == "in_levering" {
+			if reg := h.regs[e.ID]; reg != nil && reg.kind != excluded && (!e.Status.Valid || e.Status.String == "in_levering") {
 				open++
 			}
 		}
@@ -387,37 +605,84 @@ func (h *hostile) verify(w *world) {
 	if len(ends) != len(h.regs) {
 		t.Fatalf("admhnd holds %d handelingen, bijhouding committed %d", len(ends), len(h.regs))
 	}
-	delivered := map[int64]load.Handeling{}
-	overtaken := 0
+	delivered := map[int64]*registered{}
+	outcomes := map[string]int{}
 	for _, e := range ends {
 		reg := h.regs[e.ID]
 		if reg == nil {
 			t.Fatalf("handeling %d in admhnd was not committed by bijhouding", e.ID)
 		}
+		ok := true
 		switch {
-		case e.Status.String == "geleverd" && reg.kind != empty && reg.kind != odd:
-			delivered[e.ID] = reg.Handeling
-		case e.Status.String == "fout" && reg.kind == empty && e.Reden.String != "":
-		case e.Status.String == "fout" && reg.kind == odd && e.Reden.String != "":
-		case e.Status.String == "fout" && reg.kind.mayBeOvertaken() && e.Reden.String == handeling.FoutOvertaken:
-			overtaken++
+		case reg.kind == excluded:
+			ok = !e.Status.Valid && !e.Tslev.Valid && !e.Tspub.Valid
+		case e.Status.String == "geleverd":
+			ok = reg.kind != empty && reg.kind != odd
+			delivered[e.ID] = reg
+		case e.Status.String != "fout" || e.Reden.String == "":
+			ok = false
+		case e.Reden.String == handeling.FoutOvertaken:
+			ok = reg.kind.mayBeOvertaken()
+		case reg.kind == empty, reg.kind == odd:
+		case reg.kind == noneYet:
+			ok = e.Reden.String == handeling.FoutGeenPersonen // delivered before its persons came
 		default:
-			t.Errorf("handeling %d (kind %d, persons %v) ended %q (%q)", e.ID, reg.kind, reg.Personen, e.Status.String, e.Reden.String)
+			ok = false
 		}
+		if !ok {
+			t.Errorf("handeling %d (%s, persons %v) ended %q (%q)", e.ID, reg.kind, reg.Personen, e.Status.String, e.Reden.String)
+		}
+		outcomes[reg.kind.String()+" "+e.Status.String+" "+e.Reden.String]++
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
-	var rep load.OrderReport
+	t.Logf("outcomes: %v", outcomes)
+
+	// The verzending queue, as afnemers read it: every delivered handeling with the persons it
+	// has (but those bijhouding added after its delivery), per person in (tsreg, id) order.
+	var onQueue map[int64]load.Handeling
+	var ids []int64
 	brptest.Eventually(t, 30*time.Second, func() error {
-		rep = load.CheckOrder(w.verzending.IDs(), delivered)
-		if rep.Distinct != len(delivered) {
-			return errors.New("verzending does not hold every delivered handeling yet: " + strconv.Itoa(rep.Distinct) + " of " + strconv.Itoa(len(delivered)))
+		onQueue, ids = map[int64]load.Handeling{}, nil
+		for _, m := range w.verzending.Messages() {
+			ids = append(ids, m.AdmhndID)
+			if _, seen := onQueue[m.AdmhndID]; seen {
+				continue
+			}
+			var v levering.Verzending
+			if err := json.Unmarshal(m.Body, &v); err != nil {
+				return err
+			}
+			onQueue[v.ID] = load.Handeling{ID: v.ID, Soort: v.Soort, Tsreg: v.Tsreg, Personen: v.Personen}
+		}
+		if len(onQueue) < len(delivered) {
+			return errors.New("verzending does not hold every delivered handeling yet: " + strconv.Itoa(len(onQueue)) + " of " + strconv.Itoa(len(delivered)))
 		}
 		return nil
 	})
+	for id, reg := range delivered {
+		got, ok := onQueue[id]
+		want := slices.DeleteFunc(slices.Clone(reg.Personen), func(p int64) bool { return slices.Contains(reg.addedAfter, p) })
+		if !ok || !got.Tsreg.Equal(reg.Tsreg) || !slices.Equal(got.Personen, want) {
+			t.Errorf("handeling %d (%s) on the verzending queue as %+v, want tsreg %v and persons %v", id, reg.kind, got, reg.Tsreg, want)
+		}
+	}
+	if len(onQueue) != len(delivered) {
+		t.Errorf("the verzending queue holds %d handelingen, %d are geleverd", len(onQueue), len(delivered))
+	}
+	rep := load.CheckOrder(ids, onQueue)
 	if len(rep.Violations) > 0 {
 		t.Fatalf("per-person order violated on the verzending queue:\n%v", rep.Violations)
 	}
-	t.Logf("%d delivered (%d messages, %d duplicates), %d overtaken ended fout", len(delivered), rep.Messages, rep.Duplicates, overtaken)
+	var set []int64
+	for _, m := range dlq.Messages() {
+		set = append(set, m.AdmhndID)
+	}
+	for _, id := range h.unknown {
+		if !slices.Contains(set, id) {
+			t.Errorf("the forged publication of unknown handeling %d was not set aside", id)
+		}
+	}
+	t.Logf("%d delivered (%d messages, %d duplicates), %d set aside", len(delivered), rep.Messages, rep.Duplicates, len(set))
 }

@@ -228,9 +228,15 @@ func Status(t testing.TB, db *sqlx.DB, id int64) string {
 // nothing: the header is always set, so bad bodies can be tested with a plausible header).
 func Publish(t testing.TB, queue string, msgs ...broker.Message) {
 	t.Helper()
-	conn, err := broker.Dial(context.Background(), Broker())
+	PublishTo(t, Broker(), queue, msgs...)
+}
+
+// PublishTo is Publish on the broker of cfg.
+func PublishTo(t testing.TB, cfg broker.Config, queue string, msgs ...broker.Message) {
+	t.Helper()
+	conn, err := broker.Dial(context.Background(), cfg)
 	if err != nil {
-		t.Fatalf("brptest: broker at %s is not reachable (start it with scripts/services.sh up): %v", Broker().Addr, err)
+		t.Fatalf("brptest: broker at %s is not reachable (start it with scripts/services.sh up): %v", cfg.Addr, err)
 	}
 	defer conn.Disconnect()
 	for i := range msgs {

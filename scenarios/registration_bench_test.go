@@ -1,0 +1,180 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/rig"
+)
+
+// BenchmarkRegistration measures what the service's triggers cost bijhouding (issue 32): the
+// time of registrations on a database without the service's schema (version=bare: the
+// contract's tables only) against the same on the schema of each version of
+// BRP_FRESH_VERSIONS (migrated by that version's publicatie), no process of the service
+// running. On a PostgreSQL of its own, a fresh database per measurement.
+//
+//   - single/tsreg=F/margin=M/version=V: 5,000 registrations (BRP_REG_SINGLE), each a
+//     transaction of its own (the handeling, then its person), one after the other on one
+//     connection, tsreg in the forms of BenchmarkFreshness (now, client, client_behind) and
+//     past (an hour before the transaction). margin is the lead margin the publisher would
+//     have learned (migration 0011's publicatie_voorsprong): 0, as before any lead is seen
+//     (every registration with a lead is recorded), or learned (1 s: every lead of these forms
+//     is within it); other versions have no margin and run once.
+//   - bulk/n=N/form=F/version=V: one transaction registering N handelingen with a tsreg in the
+//     past (a conversion, a backfill, an initial fill), statement by statement (an insert of
+//     the handeling and one of its person, for each) or in two multi-row statements.
+//
+// Figures: us_per_handeling, and for bulk also seconds.
+func BenchmarkRegistration(b *testing.B) {
+	svc := brptest.PrivateServices(b)
+	versions := append([]binVersion{{name: "bare"}}, freshVersions(b)...)
+	single := envInt("BRP_REG_SINGLE", 5_000)
+	for _, form := range []string{"now", "client", "client_behind", "past"} {
+		for _, v := range versions {
+			margins := []string{"0"}
+			if v.name != "bare" && hasLeadMargin(b, svc, v) {
+				margins = []string{"0", "learned"}
+			}
+			for _, margin := range margins {
+				b.Run(fmt.Sprintf("single/tsreg=%s/margin=%s/version=%s", form, margin, v.name), measured(func(b *testing.B) figures {
+					db := registrationDB(b, svc, v)
+					if margin == "learned" {
+						db.MustExec(`update publicatie_voorsprong set marge = '1 s'`)
+					}
+					start := time.Now()
+					registerOneByOne(b, db, form, single)
+					return figures{"us_per_handeling": float64(time.Since(start).Microseconds()) / float64(single)}
+				}))
+			}
+		}
+	}
+	for _, n := range []int{10_000, 20_000, 40_000} {
+		for _, form := range []string{"statements", "multirow"} {
+			for _, v := range versions {
+				b.Run(fmt.Sprintf("bulk/n=%d/form=%s/version=%s", n, form, v.name), measured(func(b *testing.B) figures {
+					db := registrationDB(b, svc, v)
+					start := time.Now()
+					registerBulk(b, db, form, n)
+					d := time.Since(start)
+					return figures{"seconds": d.Seconds(), "us_per_handeling": float64(d.Microseconds()) / float64(n)}
+				}))
+			}
+		}
+	}
+}
+
+// registrationDB is a fresh database with the contract's tables and, unless v is bare, v's
+// schema.
+func registrationDB(b *testing.B, svc *brptest.Services, v binVersion) *sqlx.DB {
+	b.Helper()
+	db, url := bareDB(b, svc)
+	if v.name == "bare" {
+		db.MustExec(rig.BijhoudingText)
+		return db
+	}
+	migrate := exec.Command(v.pub, "migrate")
+	migrate.Env = rig.Environ("BRP_DATABASE_URL=" + url)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("%s migrate: %v\n%s", v.name, err, out)
+	}
+	return db
+}
+
+var leadMargins = map[string]bool{}
+
+// hasLeadMargin says whether v's schema has the lead margin (migration 0011).
+func hasLeadMargin(b *testing.B, svc *brptest.Services, v binVersion) bool {
+	b.Helper()
+	if has, ok := leadMargins[v.name]; ok {
+		return has
+	}
+	db := registrationDB(b, svc, v)
+	var has bool
+	if err := db.Get(&has, `select to_regclass('publicatie_voorsprong') is not null`); err != nil {
+		b.Fatal(err)
+	}
+	leadMargins[v.name] = has
+	return has
+}
+
+// registerOneByOne registers n handelingen, each in a transaction of its own, as
+// BenchmarkFreshness's bijhouding does, and one hour back for form past.
+func registerOneByOne(b *testing.B, db *sqlx.DB, form string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	expr, ok := tsregForms[form]
+	if form == "past" {
+		expr, ok = `now() - interval '1 hour'`, true
+	}
+	if !ok {
+		b.Fatalf("tsreg form %q", form)
+	}
+	clock := strings.Contains(expr, "$3") // the client's clock, read before the transaction
+	insert := `insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', ` + strings.ReplaceAll(expr, "$3", "$2") + `)`
+	for i := range n {
+		args := []any{i + 1}
+		if clock {
+			args = append(args, time.Now())
+		}
+		tx, err := db.BeginTxx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(insert, args...); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) values ($1, $2)`, i+1, 1+i%20_000); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// registerBulk registers n handelingen with a tsreg a day in the past in one transaction.
+func registerBulk(b *testing.B, db *sqlx.DB, form string, n int) {
+	b.Helper()
+	tx, err := db.Beginx()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	switch form {
+	case "statements":
+		for i := range n {
+			if _, err := tx.Exec(`insert into admhnd (id, soort, tsreg) values ($1::bigint, 'VERHUIZING', now() - interval '1 day' + make_interval(secs => $1::float8 / 1000))`, i+1); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) values ($1, $2)`, i+1, 1+i%20_000); err != nil {
+				b.Fatal(err)
+			}
+		}
+	case "multirow":
+		ids := make([]int64, n)
+		for i := range ids {
+			ids[i] = int64(i + 1)
+		}
+		if _, err := tx.Exec(`insert into admhnd (id, soort, tsreg)
+			select id, 'VERHUIZING', now() - interval '1 day' + make_interval(secs => id::float8 / 1000) from unnest($1::bigint[]) id`, pq.Array(ids)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) select id, 1 + (id - 1) % 20000 from unnest($1::bigint[]) id`,
+			pq.Array(ids)); err != nil {
+			b.Fatal(err)
+		}
+	default:
+		b.Fatalf("bulk form %q", form)
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
