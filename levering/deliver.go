@@ -134,6 +134,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, groups [][]int64, s
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	c.logOutcomes(l, ids, sent)
+	c.observeDelays(l.found, sent)
 	return l.res, nil
 }
 
