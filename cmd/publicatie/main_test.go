@@ -168,3 +168,44 @@ func TestEveryNumericSettingHasABound(t *testing.T) {
 		t.Errorf("numeric settings without a max tag: %v", u)
 	}
 }
+
+// A handeling a year ahead of the database clock, through the real publicatie: its Run loop
+// logs it once, at WARN, without its person; /metrics counts it and keeps the oldest age at the
+// handeling not in the future; publicatie status names it.
+func TestFutureHandelingThroughTheBinary(t *testing.T) {
+	db, dbURL := brptest.DB(t)
+	db.MustExec(`insert into admhnd (id, soort, tsreg) values (1, 'GEBOORTE', now() + interval '1 year'),
+		(2, 'GEBOORTE', now() - interval '1 minute')`)
+	db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 770077), (2, 2)`)
+	bin := brptest.Build(t, "cmd/publicatie")
+	p := brptest.Start(t, "publicatie", bin, brptest.Env(dbURL, brptest.NewQueues(t))...)
+	const msg = "handeling registered in the future: it waits until its tsreg has passed"
+	if l := p.WaitLog(msg, 30*time.Second); l["level"] != "WARN" || l["admhnd_id"] != float64(1) || l["tsreg"] == nil {
+		t.Errorf("log line %v, want WARN with admhnd_id 1 and its tsreg", l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := p.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["brp_levering_future_handelingen"] != 1 || m["brp_levering_oldest_undelivered_age_seconds"] < 55 {
+		t.Errorf("future_handelingen %v, oldest_undelivered_age_seconds %v: want 1 and the minute of handeling 2",
+			m["brp_levering_future_handelingen"], m["brp_levering_oldest_undelivered_age_seconds"])
+	}
+	time.Sleep(publicatie.FutureCheckInterval + time.Second) // another check: nothing new to log
+	if n := len(p.Lines(msg)); n != 1 {
+		t.Errorf("%d log lines about the handeling in the future, want 1", n)
+	}
+	for _, l := range p.Output() {
+		if !strings.Contains(l, `"level":"DEBUG"`) && strings.Contains(l, "770077") {
+			t.Errorf("a log line above debug names the person: %s", l)
+		}
+	}
+	cmd := exec.Command(bin, "status")
+	cmd.Env = rig.Environ("BRP_DATABASE_URL=" + dbURL)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "\nin the future          1  ") || !strings.Contains(string(out), "\nfirst in the future 1 GEBOORTE") {
+		t.Errorf("publicatie status (%v):\n%s", err, out)
+	}
+}
