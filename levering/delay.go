@@ -8,9 +8,9 @@ import (
 
 // delayBuckets are the bounds of brp_levering_delivery_delay_seconds, registration to
 // delivery: from 5 ms, below what the pipeline takes at its quickest, to the hour a handeling
-// may wait behind a fout or an outage. 60 s is a bound because the alert BrpLeveringDeliveryDelayHigh compares the
-// 99th percentile with it: on a bound the estimate says exactly whether more than 1% took
-// longer.
+// may wait behind a fout or an outage. 60 s is a bound because the alert
+// BrpLeveringDeliveryDelayHigh compares the 99th percentile with it: on a bound the estimate
+// says exactly whether more than 1% took longer.
 var delayBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 
 // newDelayHistogram returns brp_levering_delivery_delay_seconds.
@@ -23,7 +23,8 @@ func newDelayHistogram() prometheus.Histogram {
 
 // observeDelays observes, for each delivered handeling in sent, tslev - tsreg: what afnemers
 // feel of the pipeline, waits behind a fout or an outage included. tslev is the delivering
-// transaction's now(), so both ends are the database's clock but for bijhouding's tsreg.
+// transaction's now(), the database's clock; tsreg is bijhouding's, so a bijhouding clock off
+// the database's shifts the delay by as much (ahead, it can make it negative: counted as 0).
 func (c *Consumer) observeDelays(found map[int64]*Verzending, sent []int64) {
 	for _, id := range sent {
 		if v := found[id]; v != nil {
