@@ -79,7 +79,7 @@ in levering            2
 delivered last minute  2  ▁▁▁▁▄▁▁▁▁█ per minute, last 10 minutes
 geleverd in total      4
 fout                   4
-held behind fout       2  handelingen of 2 persons, also through multi-person handelingen
+held behind fout       2  handeling(en) of 2 person(s), also through multi-person handelingen
 in the future          0  tsreg over 5s ahead of the database clock
 
 delivery delay      p50 AGE, p99 AGE (registration to delivery, 2 delivered in the last 5 minutes)

@@ -66,14 +66,14 @@ func TestHeldBehindFoutShown(t *testing.T) {
 	}
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = 'x' where id = 1`)
 	out := mustCLI(t, operate.CLI{DB: db}, "status")
-	if !strings.Contains(out, "\nheld behind fout       101  handelingen of 2 persons, also through multi-person handelingen\n") ||
+	if !strings.Contains(out, "\nheld behind fout       101  handeling(en) of 2 person(s), also through multi-person handelingen\n") ||
 		!strings.Contains(out, "\nblocked persons: 1\n") {
 		t.Errorf("status:\n%s", out)
 	}
 	srv, _ := servePages(t, db, nil)
 	code, body := get(t, srv.URL+"/")
-	if code != http.StatusOK || !strings.Contains(body, "holding back 101 handelingen of 2 persons") ||
-		!strings.Contains(body, "Behind fout handelingen <b>101</b> handelingen of 2 persons are held back") {
+	if code != http.StatusOK || !strings.Contains(body, "holding back 101 handeling(en) of 2 person(s)") ||
+		!strings.Contains(body, "<b>101</b> handeling(en) of 2 person(s) wait behind fout handelingen") {
 		t.Errorf("GET /: %d, no word of the 101 held:\n%s", code, body)
 	}
 }

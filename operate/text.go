@@ -35,7 +35,7 @@ func writeStatus(w io.Writer, o Overview) {
 	fmt.Fprintf(w, "fout                   %*d\n", width, o.Fout)
 	held := ""
 	if o.HeldBehindFout > 0 {
-		held = fmt.Sprintf("  handelingen of %d persons, also through multi-person handelingen", o.HeldBehindFoutPersonen)
+		held = fmt.Sprintf("  handeling(en) of %d person(s), also through multi-person handelingen", o.HeldBehindFoutPersonen)
 	}
 	fmt.Fprintf(w, "held behind fout       %*d%s\n", width, o.HeldBehindFout, held)
 	fmt.Fprintf(w, "in the future          %*d  tsreg over %s ahead of the database clock\n\n", width, o.Future, FormatAge(handeling.FutureSkew.Seconds()))
