@@ -21,19 +21,24 @@ type Counts struct {
 	// released (under the strict policy they hold back their persons).
 	Fout, FoutUnreleased int64
 	// OldestAge is At - tsreg of the oldest handeling still to be delivered or in levering,
-	// in seconds; 0 when there is none.
+	// in seconds, of those not registered in the future (tsreg <= At): never negative; 0 when
+	// there is none.
 	OldestAge float64
+	// Future counts handelingen still to be delivered whose tsreg lies more than FutureSkew
+	// ahead of At (FutureSQL): each waits, unpublished, until its tsreg has passed.
+	Future int64
 	// Geleverd counts every delivered handeling; -1 unless asked for.
 	Geleverd int64
 }
 
 // ReadCounts reads the Counts in one statement; excluded are the soorten not delivered. The
-// first five use partial indexes; geleverd asks for the delivered count too, the one exact
+// counts but Geleverd use partial indexes (Future a range at the end of the index of open
+// work, ordered by tsreg); geleverd asks for the delivered count too, the one exact
 // count over the delivered history: a (parallel) sequential scan of admhnd, O(table size)
 // (120 ms for 2 million rows), so only the status page asks for it, not every scrape.
 func ReadCounts(ctx context.Context, q RowQueryer, excluded []string, geleverd bool) (Counts, error) {
 	c := Counts{Geleverd: -1}
-	dest := []any{&c.At, &c.Backlog, &c.InLevering, &c.Fout, &c.FoutUnreleased, &c.OldestAge}
+	dest := []any{&c.At, &c.Backlog, &c.InLevering, &c.Fout, &c.FoutUnreleased, &c.OldestAge, &c.Future}
 	query := countsSQL + ", -1::bigint"
 	if geleverd {
 		query = countsSQL + ", (select count(*) from admhnd where statuslev = " + GeleverdSQL + ")"
@@ -44,13 +49,18 @@ func ReadCounts(ctx context.Context, q RowQueryer, excluded []string, geleverd b
 	return c, nil
 }
 
-// countsSQL selects the Counts but Geleverd; $1 are the excluded soorten.
+// countsSQL selects the Counts but Geleverd; $1 are the excluded soorten. The oldest age is
+// the lesser of two minima: the first entry of the index of open work (ordered by tsreg) and
+// the few in levering (a min over their union was planned as a bitmap of the whole index of
+// open work). It leaves out the handelingen registered in the future: their age would be
+// negative, and an ageing alert on the oldest could never fire.
 var countsSQL = `select now(),
 		(select count(*) from admhnd where ` + ToDeliverSQL("$1") + `),
 		(select count(*) from admhnd where statuslev = ` + InLeveringSQL + `),
 		(select count(*) from admhnd where statuslev = ` + FoutSQL + `),
 		(select count(*) from admhnd where statuslev = ` + FoutSQL + ` and vrijgegeven is null),
-		coalesce(extract(epoch from now() - (
-			select min(tsreg) from admhnd
-			where (` + ToDeliverSQL("$1") + `) or statuslev = ` + InLeveringSQL + `
-		))::float8, 0)`
+		coalesce(extract(epoch from now() - least(
+			(select min(tsreg) from admhnd where ` + ToDeliverSQL("$1") + ` and tsreg <= now()),
+			(select min(tsreg) from admhnd where statuslev = ` + InLeveringSQL + ` and tsreg <= now())
+		))::float8, 0),
+		(select count(*) from admhnd where ` + ToDeliverSQL("$1") + ` and ` + FutureSQL + `)`

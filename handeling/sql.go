@@ -1,6 +1,9 @@
 package handeling
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // BlocksSQL is the rule for a handeling that holds back its persons' later handelingen, as an
 // SQL predicate on a row of admhnd (columns unqualified): it is in levering or, under the
@@ -14,8 +17,12 @@ import "time"
 // rows), never the delivered history. operate used to write it as a union of two scans of
 // one index each; the cost was the same there.
 func BlocksSQL(strict string) string {
-	return "statuslev = " + InLeveringSQL + " or (" + strict + " and statuslev = " + FoutSQL + " and vrijgegeven is null)"
+	return "statuslev = " + InLeveringSQL + " or (" + strict + " and " + UnreleasedFoutSQL + ")"
 }
+
+// UnreleasedFoutSQL is the predicate, on a row of admhnd, of a fout handeling no operator
+// released: under the strict policy it blocks its persons (BlocksSQL, ReadHeld).
+const UnreleasedFoutSQL = "statuslev = " + FoutSQL + " and vrijgegeven is null"
 
 // NotExcludedSQL is the predicate, on a row of admhnd, that its soort is not in the text
 // array excluded (an SQL expression, usually a parameter "$1"). With "statuslev is null" it
@@ -66,3 +73,16 @@ func TsregAcceptedOn(col string) string {
 func TsregShownOn(col string) string {
 	return "greatest(least(" + col + ", '9999-12-30 23:59:59+00'::timestamptz), '0001-01-02 00:00:00+00'::timestamptz)"
 }
+
+// FutureSkew is how far a handeling's tsreg may lie ahead of the database clock before it
+// counts as registered in the future (FutureSQL): counted, logged and alerted on. The
+// contract's normal case is a tsreg a little before its transaction's start, from a clock that
+// may differ from the database's by some hundreds of milliseconds; 5 s is ten times that, so
+// the normal case never counts, and short enough that a handeling that would wait 5 s or more
+// (the publisher takes a handeling only once its tsreg has passed) is seen.
+const FutureSkew = 5 * time.Second
+
+// FutureSQL is the predicate, on a row of admhnd, that its tsreg lies more than FutureSkew
+// ahead of the database clock (now(), the transaction's start). A range on tsreg: with the
+// predicate of the index of open work it reads only that index's end.
+var FutureSQL = "tsreg > now() + interval '" + strconv.FormatInt(FutureSkew.Milliseconds(), 10) + " milliseconds'"

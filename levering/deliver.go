@@ -258,6 +258,7 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, carried map[int64][
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	c.logOutcomes(res, ids, sent)
+	c.observeDelays(found, sent)
 	return res, nil
 }
 

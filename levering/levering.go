@@ -34,6 +34,7 @@ type Consumer struct {
 	delivered, duplicates, fout, heldBack, parked, stuck atomic.Int64
 	connected                                            atomic.Bool
 	processing                                           prometheus.Histogram
+	delay                                                prometheus.Histogram // delay.go
 	reconnects                                           *prometheus.CounterVec
 	heldBackBy                                           *prometheus.CounterVec // by reason
 
@@ -70,6 +71,7 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 	c.processing = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: handeling.MetricsNamespace,
 		Name: "processing_duration_seconds", Help: "Time to handle one batch of publications, from receipt to commit.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	c.delay = newDelayHistogram()
 	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "reconnects_total",
 		Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"})
 	for _, d := range []string{"database", "broker"} {
@@ -102,7 +104,7 @@ func (c *Consumer) register(reg prometheus.Registerer) {
 			}
 			return 0
 		}),
-		c.processing, c.reconnects, c.heldBackBy, broker.NodeCollector(handeling.MetricsNamespace, c.subs, c.sends))
+		c.processing, c.delay, c.reconnects, c.heldBackBy, broker.NodeCollector(handeling.MetricsNamespace, c.subs, c.sends))
 }
 
 // Connected reports whether the consumer is subscribed to the publication queue now.

@@ -149,7 +149,7 @@ func TestBrowserScreenshotForDocs(t *testing.T) {
 	}
 	size := os.Getenv("BRP_SCREENSHOT_SIZE")
 	if size == "" {
-		size = "1280,1040" // the whole page
+		size = "1280,1220" // the whole page
 	}
 	screenshot(t, "", srv.URL+"/", out, size)
 	if p := os.Getenv("BRP_WRITE_SCREENSHOT_DETAIL"); p != "" {

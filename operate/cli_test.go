@@ -39,7 +39,7 @@ func mustCLI(t *testing.T, c operate.CLI, args ...string) string {
 var (
 	stamp  = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
 	millis = regexp.MustCompile(`hh:mm:ss\.\d{3}`)
-	ages   = regexp.MustCompile(`(age|since|activity) \d+(ms|s|m\d\ds|h\d\dm)\b`)
+	ages   = regexp.MustCompile(`(age|since|activity|p50|p99|ahead) \d+(ms|s|m\d\ds|h\d\dm|d\d\dh)\b`)
 )
 
 // masked replaces what depends on the clock and the time zone by placeholders of the same
@@ -79,7 +79,10 @@ in levering            2
 delivered last minute  2  ▁▁▁▁▄▁▁▁▁█ per minute, last 10 minutes
 geleverd in total      4
 fout                   4
+held behind fout       2  handeling(en) of 2 person(s), also through multi-person handelingen
+in the future          0  tsreg over 5s ahead of the database clock
 
+delivery delay      p50 AGE, p99 AGE (registration to delivery, 2 delivered in the last 5 minutes)
 oldest undelivered  2 HUWELIJK, registered YYYY-MM-DD hh:mm:ss.fff, age AGE, te leveren
 lease               host-a-123 leads, epoch 3, last activity AGE ago
 
@@ -112,7 +115,10 @@ in levering            0
 delivered last minute  0  ▁▁▁▁▁▁▁▁▁▁ per minute, last 10 minutes
 geleverd in total      0
 fout                   0
+held behind fout       0
+in the future          0  tsreg over 5s ahead of the database clock
 
+delivery delay      no deliveries in the last 5 minutes
 oldest undelivered  none
 lease               nobody holds it (epoch 7, last activity AGE ago)
 

@@ -170,6 +170,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"pct":   func(n, m int64) int64 { return max(2, n*100/max(m, 1)) },
 	"join":  func(ids []int64) string { return JoinIDs(ids, ", ") },
 	"int64": func(n int) int64 { return int64(n) },
+	"skew":  func() string { return FormatAge(handeling.FutureSkew.Seconds()) },
 	"since": func(now, t time.Time) string {
 		return FormatAge(now.Sub(t).Seconds())
 	},

@@ -1,6 +1,7 @@
 // Package operate is what operators see and do without writing SQL: an overview of the
-// publication (backlog, in levering, delivered, fout, the oldest undelivered handeling, the
-// persons held up and why, the cluster's lease), the fout handelingen with their history, and
+// publication (backlog, in levering, delivered and how long deliveries take, fout and what it
+// holds back, the oldest undelivered handeling, those registered in the future, the persons
+// held up and why, the cluster's lease), the fout handelingen with their history, and
 // the two actions on a fout handeling (retry, release), each recorded in admhnd_beheer. Handler
 // serves it all as a self-refreshing HTML page and JSON; CLI is the same on the command line
 // (publicatie status, publicatie fout ...): it parses the operator's arguments and writes text.
@@ -75,10 +76,25 @@ type Overview struct {
 	// DeliveredPerMinute holds the deliveries of the last 10 minutes, one count per minute,
 	// oldest first; the last element is the minute up to GeneratedAt.
 	DeliveredPerMinute []int64 `json:"delivered_per_minute"`
+	// DeliveryDelay is registration to delivery (tslev - tsreg) of the handelingen delivered in
+	// the last DelayWindow; nil when none was.
+	DeliveryDelay *DeliveryDelay `json:"delivery_delay"`
 	// Fout counts handelingen in fout, released or not.
 	Fout int64 `json:"fout"`
-	// Oldest is the oldest undelivered handeling (te leveren or in levering) by (tsreg, id);
-	// nil when there is none.
+	// HeldBehindFout counts the handelingen still to be delivered that unreleased fout
+	// handelingen hold back under the strict policy, also through multi-person handelingen
+	// (handeling.ReadHeld): what the publisher cannot publish because of them. 0 under skip.
+	HeldBehindFout int64 `json:"held_behind_fout"`
+	// HeldBehindFoutPersonen counts the persons of those handelingen: who waits.
+	HeldBehindFoutPersonen int64 `json:"held_behind_fout_personen"`
+	// Future counts handelingen still to be delivered registered more than
+	// handeling.FutureSkew ahead of the database clock: each waits until its tsreg has passed.
+	Future int64 `json:"future"`
+	// FirstFuture is the earliest of them; nil when there is none.
+	FirstFuture *FutureHandeling `json:"first_future"`
+	// Oldest is the oldest undelivered handeling (te leveren or in levering) by (tsreg, id) of
+	// those not registered in the future (tsreg <= GeneratedAt), so its age is never
+	// negative; nil when there is none.
 	Oldest *Undelivered `json:"oldest_undelivered"`
 	// Blocked lists up to MaxBlocked persons that cannot receive a new handeling now and have at
 	// least one waiting; longest-blocked (oldest blocking handeling) first.
@@ -100,6 +116,28 @@ type Undelivered struct {
 	AgeSeconds float64 `json:"age_seconds"`
 	// Statuslev is handeling.TeLeveren ("", NULL) or handeling.InLevering.
 	Statuslev handeling.Status `json:"statuslev"`
+}
+
+// DeliveryDelay is how long the recent deliveries took from registration (tsreg) to delivery
+// (tslev), a tsreg after its tslev counting 0: what afnemers feel.
+type DeliveryDelay struct {
+	// Deliveries counts the handelingen delivered in the window.
+	Deliveries int64 `json:"deliveries"`
+	// P50Seconds and P99Seconds are the median and the 99th percentile, in seconds.
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
+}
+
+// DelayWindow is how far back DeliveryDelay looks.
+const DelayWindow = 5 * time.Minute
+
+// FutureHandeling is a handeling still to be delivered with a tsreg in the future.
+type FutureHandeling struct {
+	ID    int64     `json:"id"`
+	Soort string    `json:"soort"`
+	Tsreg time.Time `json:"tsreg"`
+	// AheadSeconds is Tsreg - GeneratedAt.
+	AheadSeconds float64 `json:"ahead_seconds"`
 }
 
 // BlockedPerson is a person that cannot receive new handelingen now while some wait.
@@ -153,6 +191,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 		return o, fmt.Errorf("overview: %w", err)
 	}
 	o.GeneratedAt, o.Backlog, o.InLevering, o.Fout, o.Geleverd = n.At, n.Backlog, n.InLevering, n.Fout, n.Geleverd
+	o.Future = n.Future
 
 	// Deliveries per minute. Without an index on tslev this is a sequential scan of admhnd too
 	// (100 ms for 2 million rows); with an index on admhnd (tslev) where statuslev = 'geleverd'
@@ -179,6 +218,9 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 		return o, fmt.Errorf("overview: deliveries per minute: %w", err)
 	}
 	o.DeliveredLastMinute = o.DeliveredPerMinute[9]
+	if o.DeliveryDelay, err = readDeliveryDelay(ctx, tx); err != nil {
+		return o, err
+	}
 
 	var old Undelivered
 	err = tx.QueryRowxContext(ctx, `
@@ -186,10 +228,10 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 		       coalesce(statuslev::text, '')
 		from (
 			(select id, soort, tsreg, statuslev from admhnd
-			 where `+handeling.ToDeliverSQL("$1")+` order by tsreg, id limit 1)
+			 where `+handeling.ToDeliverSQL("$1")+` and tsreg <= now() order by tsreg, id limit 1)
 			union all
 			(select id, soort, tsreg, statuslev from admhnd
-			 where statuslev = `+handeling.InLeveringSQL+` order by tsreg, id limit 1)
+			 where statuslev = `+handeling.InLeveringSQL+` and tsreg <= now() order by tsreg, id limit 1)
 		) o
 		order by tsreg, id limit 1`, excluded).
 		Scan(&old.ID, &old.Soort, &old.Tsreg, &old.AgeSeconds, &old.Statuslev)
@@ -200,6 +242,26 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	default:
 		o.Oldest = &old
 	}
+	if o.Future > 0 {
+		// The earliest: the first entry of the index of open work after now() + FutureSkew.
+		var f FutureHandeling
+		err = tx.QueryRowxContext(ctx, `
+			select id, soort, `+handeling.TsregShownOn("tsreg")+`, extract(epoch from `+handeling.TsregShownOn("tsreg")+` - now())::float8
+			from admhnd where `+handeling.ToDeliverSQL("$1")+` and `+handeling.FutureSQL+`
+			order by tsreg, id limit 1`, excluded).Scan(&f.ID, &f.Soort, &f.Tsreg, &f.AheadSeconds)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return o, fmt.Errorf("overview: first in the future: %w", err)
+		default:
+			o.FirstFuture = &f
+		}
+	}
+	held, err := handeling.ReadHeld(ctx, tx, cfg.Excluded, cfg.FoutPolicy == handeling.Strict)
+	if err != nil {
+		return o, fmt.Errorf("overview: %w", err)
+	}
+	o.HeldBehindFout, o.HeldBehindFoutPersonen = held.Handelingen, held.Personen
 
 	if o.Blocked, o.BlockedTotal, err = readBlocked(ctx, tx, cfg, MaxBlocked); err != nil {
 		return o, err
@@ -211,6 +273,29 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 		return o, fmt.Errorf("overview: %w", err)
 	}
 	return o, nil
+}
+
+// readDeliveryDelay reads DeliveryDelay over the handelingen delivered in the last
+// DelayWindow, through the index on tslev of the delivered ones (migration 0005): it reads
+// the window only, never the delivered history.
+func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext) (*DeliveryDelay, error) {
+	var d DeliveryDelay
+	var p50, p99 sql.NullFloat64
+	err := q.QueryRowxContext(ctx, `
+		select count(*), percentile_cont(0.5) within group (order by delay), percentile_cont(0.99) within group (order by delay)
+		from (
+			select greatest(0, extract(epoch from tslev - tsreg))::float8 as delay
+			from admhnd
+			where statuslev = `+handeling.GeleverdSQL+` and tslev > now() - make_interval(secs => $1)
+		) d`, DelayWindow.Seconds()).Scan(&d.Deliveries, &p50, &p99)
+	if err != nil {
+		return nil, fmt.Errorf("overview: delivery delay: %w", err)
+	}
+	if d.Deliveries == 0 {
+		return nil, nil
+	}
+	d.P50Seconds, d.P99Seconds = p50.Float64, p99.Float64
+	return &d, nil
 }
 
 // readBlocked lists the persons held up now: those of a handeling that holds back its persons

@@ -461,7 +461,8 @@ func TestHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"generated_at", "backlog", "in_levering", "geleverd", "delivered_last_minute",
-		"delivered_per_minute", "fout", "oldest_undelivered", "blocked", "blocked_total", "fouten", "lease"} {
+		"delivered_per_minute", "delivery_delay", "fout", "held_behind_fout", "held_behind_fout_personen", "future",
+		"first_future", "oldest_undelivered", "blocked", "blocked_total", "fouten", "lease"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("overview.json lacks %q", k)
 		}

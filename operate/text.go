@@ -16,8 +16,10 @@ import (
 // tsFormat is how CLI writes a moment (in local time).
 const tsFormat = "2006-01-02 15:04:05.000"
 
-// writeStatus writes "publicatie status": the counts, the oldest undelivered handeling, the
-// lease, and the first blocked persons and fout handelingen.
+// writeStatus writes "publicatie status": the counts (what fout handelingen hold back, what is
+// registered in the future among them), how long recent deliveries took, the oldest
+// undelivered handeling and the first one in the future, the lease, and the first blocked
+// persons and fout handelingen.
 func writeStatus(w io.Writer, o Overview) {
 	excluded := strings.Join(o.Excluded, ",")
 	if excluded == "" {
@@ -25,12 +27,24 @@ func writeStatus(w io.Writer, o Overview) {
 	}
 	fmt.Fprintf(w, "publicatie status at %s (database clock)\ncluster %s, fout policy %s, excluded %s\n\n",
 		o.GeneratedAt.Local().Format(tsFormat), o.Cluster, o.FoutPolicy, excluded)
-	width := len(strconv.FormatInt(max(o.Backlog, o.InLevering, o.DeliveredLastMinute, o.Geleverd, o.Fout), 10))
+	width := len(strconv.FormatInt(max(o.Backlog, o.InLevering, o.DeliveredLastMinute, o.Geleverd, o.Fout, o.HeldBehindFout, o.Future), 10))
 	fmt.Fprintf(w, "backlog (te leveren)   %*d\n", width, o.Backlog)
 	fmt.Fprintf(w, "in levering            %*d\n", width, o.InLevering)
 	fmt.Fprintf(w, "delivered last minute  %*d  %s per minute, last 10 minutes\n", width, o.DeliveredLastMinute, sparkline(o.DeliveredPerMinute))
 	fmt.Fprintf(w, "geleverd in total      %*d\n", width, o.Geleverd)
-	fmt.Fprintf(w, "fout                   %*d\n\n", width, o.Fout)
+	fmt.Fprintf(w, "fout                   %*d\n", width, o.Fout)
+	held := ""
+	if o.HeldBehindFout > 0 {
+		held = fmt.Sprintf("  handeling(en) of %d person(s), also through multi-person handelingen", o.HeldBehindFoutPersonen)
+	}
+	fmt.Fprintf(w, "held behind fout       %*d%s\n", width, o.HeldBehindFout, held)
+	fmt.Fprintf(w, "in the future          %*d  tsreg over %s ahead of the database clock\n\n", width, o.Future, FormatAge(handeling.FutureSkew.Seconds()))
+	if d := o.DeliveryDelay; d != nil {
+		fmt.Fprintf(w, "delivery delay      p50 %s, p99 %s (registration to delivery, %d delivered in the last 5 minutes)\n",
+			FormatAge(d.P50Seconds), FormatAge(d.P99Seconds), d.Deliveries)
+	} else {
+		fmt.Fprintln(w, "delivery delay      no deliveries in the last 5 minutes")
+	}
 	if h := o.Oldest; h != nil {
 		state := "te leveren"
 		if h.Statuslev == handeling.InLevering {
@@ -39,6 +53,9 @@ func writeStatus(w io.Writer, o Overview) {
 		fmt.Fprintf(w, "oldest undelivered  %d %s, registered %s, age %s, %s\n", h.ID, clean(h.Soort), h.Tsreg.Local().Format(tsFormat), FormatAge(h.AgeSeconds), state)
 	} else {
 		fmt.Fprintln(w, "oldest undelivered  none")
+	}
+	if f := o.FirstFuture; f != nil {
+		fmt.Fprintf(w, "first in the future %d %s, registered %s, ahead %s: waits until then\n", f.ID, clean(f.Soort), f.Tsreg.Local().Format(tsFormat), FormatAge(f.AheadSeconds))
 	}
 	l := o.Lease
 	switch {

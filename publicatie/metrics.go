@@ -89,7 +89,8 @@ func (m *metrics) setView(v *view) {
 
 // BacklogCollector reports, at every scrape, the work in the database: handelingen to be
 // delivered (backlog), in levering (and the cap on it), fout (and of those the ones no
-// operator released yet), and the age of the oldest undelivered one. The
+// operator released yet), the age of the oldest undelivered one, and those registered in the
+// future. The
 // queries use the partial indexes on open work, so a scrape costs the same however long the
 // history. Register it in one process per database (the publisher does).
 type BacklogCollector struct {
@@ -102,6 +103,7 @@ type BacklogCollector struct {
 	fout          *prometheus.Desc
 	unreleased    *prometheus.Desc
 	oldest        *prometheus.Desc
+	future        *prometheus.Desc
 	up            *prometheus.Desc
 }
 
@@ -117,14 +119,15 @@ func NewBacklogCollector(db *sqlx.DB, excluded []string, maxInLevering int) *Bac
 		maxInLev:   d("max_in_levering_handelingen", "The publisher's cap on handelingen in levering (MAXINLEVERING)."),
 		fout:       d("fout_handelingen", "Handelingen in fout."),
 		unreleased: d("fout_unreleased_handelingen", "Handelingen in fout that no operator released (under the strict policy they hold back their persons)."),
-		oldest:     d("oldest_undelivered_age_seconds", "Age (now - tsreg) of the oldest handeling not yet delivered; 0 when none."),
+		oldest:     d("oldest_undelivered_age_seconds", "Age (now - tsreg) of the oldest handeling not yet delivered, of those with a tsreg not in the future (tsreg <= now), so never negative; 0 when none."),
+		future:     d("future_handelingen", "Handelingen still to be delivered (soort not excluded) whose tsreg lies more than handeling.FutureSkew (5 s) ahead of the database clock: each waits until its tsreg has passed."),
 		up:         d("database_up", "1 if the last scrape could read the database."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.backlog, c.inLev, c.maxInLev, c.fout, c.unreleased, c.oldest, c.up} {
+	for _, d := range []*prometheus.Desc{c.backlog, c.inLev, c.maxInLev, c.fout, c.unreleased, c.oldest, c.future, c.up} {
 		ch <- d
 	}
 }
@@ -145,4 +148,5 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.fout, prometheus.GaugeValue, float64(n.Fout))
 	ch <- prometheus.MustNewConstMetric(c.unreleased, prometheus.GaugeValue, float64(n.FoutUnreleased))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, n.OldestAge)
+	ch <- prometheus.MustNewConstMetric(c.future, prometheus.GaugeValue, float64(n.Future))
 }

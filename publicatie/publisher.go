@@ -62,6 +62,7 @@ type Publisher struct {
 	conn   *broker.Conn
 	rounds atomic.Int64
 	stmts  *prepared.Cache // roundSQL
+	future *futureLog      // checkFuture's, made on its first call
 
 }
 
@@ -149,6 +150,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	var failing error
 	retry := backoff.New(100*time.Millisecond, 10*time.Second)
 	for ctx.Err() == nil {
+		p.checkFuture(ctx)
 		more, err := p.step(ctx)
 		wait := p.cfg.Delay
 		switch {

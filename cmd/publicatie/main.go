@@ -33,6 +33,9 @@ import (
 type config struct {
 	setup.Common
 	setup.Operate
+	// MigrateWait bounds how long `publicatie migrate` waits for the database to answer: a
+	// deploy pipeline or Helm hook must fail, not hang, when it is unreachable.
+	MigrateWait       setup.Millis     `envconfig:"BRP_MIGRATE_WAIT" default:"5m" max:"24h"`
 	HTTPAddr          setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
 	Delay             *setup.Millis    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" max:"1h"`
 	Limit             *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" max:"1000000"`
@@ -154,12 +157,21 @@ func (cfg *config) overview() operate.OverviewConfig {
 }
 
 // migrate runs without statement and lock timeouts: a migration may build an index on a large
-// table, and waits for a concurrent migrate's advisory lock.
+// table, and waits for a concurrent migrate's advisory lock. It waits for the database to
+// answer at most BRP_MIGRATE_WAIT (the migration itself is not bounded by it), then fails
+// with one line naming the database, its URL without the password.
 func migrate(ctx context.Context, cfg *config, log *slog.Logger, stdout io.Writer) error {
 	session := cfg.Session(command)
 	session.StatementTimeout, session.LockTimeout = 0, 0
-	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, session, log)
+	wait := time.Duration(cfg.MigrateWait)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	db, err := setup.OpenDB(wctx, cfg.DatabaseURL, session, log)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("migrate: waited %s (BRP_MIGRATE_WAIT) for the database at %s: %w",
+				wait, dbsession.Redact(string(cfg.DatabaseURL)), err)
+		}
 		return err
 	}
 	defer db.Close()

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/rig"
 	"github.com/brp/levering/operate"
 	"github.com/brp/levering/publicatie"
 )
@@ -81,7 +85,48 @@ func TestHelpShowsThePackagesDefaults(t *testing.T) {
 		"BRP_STOMP_HEARTBEAT "+broker.DefaultHeartBeat.String(),
 		"BRP_STOMP_TIMEOUT "+broker.DefaultOpTimeout.String(),
 		"BRP_HTTP_ADDR 127.0.0.1:9464",
+		"BRP_MIGRATE_WAIT 5m",
 	)
+}
+
+// publicatie migrate against a database that does not answer gives up after BRP_MIGRATE_WAIT
+// with exit 1 and one line naming what it waited for, the URL without its password, and the
+// last error (not the deadline's).
+func TestMigrateGivesUpOnAnUnreachableDatabase(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: connection refused
+	bin := brptest.Build(t, "cmd/publicatie")
+	for _, wait := range []string{"2s", "2000"} { // a Go duration, or bare milliseconds
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, bin, "migrate")
+		cmd.Env = rig.Environ("BRP_DATABASE_URL=postgres://brp:s3cretpw@"+addr+"/brp?sslmode=disable", "BRP_MIGRATE_WAIT="+wait)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		_ = cmd.Run()
+		took := time.Since(start)
+		cancel()
+		if code := cmd.ProcessState.ExitCode(); code != 1 || took < 2*time.Second || took > 10*time.Second {
+			t.Fatalf("BRP_MIGRATE_WAIT=%s: exit %d after %v, want 1 after about 2 s\n%s", wait, code, took, stderr.String())
+		}
+		var lines []string // what is not a JSON log line
+		for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+			if !strings.HasPrefix(line, "{") {
+				lines = append(lines, line)
+			}
+		}
+		want := "publicatie: migrate: waited 2s (BRP_MIGRATE_WAIT) for the database at postgres://brp:xxxxx@" + addr + "/brp?sslmode=disable: "
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], want) || !strings.HasSuffix(lines[0], "connection refused") {
+			t.Errorf("BRP_MIGRATE_WAIT=%s: want one line starting %q, got:\n%s", wait, want, stderr.String())
+		}
+		if out := stdout.String() + stderr.String(); strings.Contains(out, "s3cretpw") {
+			t.Errorf("BRP_MIGRATE_WAIT=%s: the password is in the output:\n%s", wait, out)
+		}
+	}
 }
 
 // A binary newer than the database's schema refuses to start and says what to run; migrate
@@ -121,5 +166,46 @@ func TestSchemaCheckAndMigrateStatus(t *testing.T) {
 func TestEveryNumericSettingHasABound(t *testing.T) {
 	if u := setup.Unbounded(newConfig(&publicatie.Config{})); len(u) > 0 {
 		t.Errorf("numeric settings without a max tag: %v", u)
+	}
+}
+
+// A handeling a year ahead of the database clock, through the real publicatie: its Run loop
+// logs it once, at WARN, without its person; /metrics counts it and keeps the oldest age at the
+// handeling not in the future; publicatie status names it.
+func TestFutureHandelingThroughTheBinary(t *testing.T) {
+	db, dbURL := brptest.DB(t)
+	db.MustExec(`insert into admhnd (id, soort, tsreg) values (1, 'GEBOORTE', now() + interval '1 year'),
+		(2, 'GEBOORTE', now() - interval '1 minute')`)
+	db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 770077), (2, 2)`)
+	bin := brptest.Build(t, "cmd/publicatie")
+	p := brptest.Start(t, "publicatie", bin, brptest.Env(dbURL, brptest.NewQueues(t))...)
+	const msg = "handeling registered in the future: it waits until its tsreg has passed"
+	if l := p.WaitLog(msg, 30*time.Second); l["level"] != "WARN" || l["admhnd_id"] != float64(1) || l["tsreg"] == nil {
+		t.Errorf("log line %v, want WARN with admhnd_id 1 and its tsreg", l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := p.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["brp_levering_future_handelingen"] != 1 || m["brp_levering_oldest_undelivered_age_seconds"] < 55 {
+		t.Errorf("future_handelingen %v, oldest_undelivered_age_seconds %v: want 1 and the minute of handeling 2",
+			m["brp_levering_future_handelingen"], m["brp_levering_oldest_undelivered_age_seconds"])
+	}
+	time.Sleep(publicatie.FutureCheckInterval + time.Second) // another check: nothing new to log
+	if n := len(p.Lines(msg)); n != 1 {
+		t.Errorf("%d log lines about the handeling in the future, want 1", n)
+	}
+	for _, l := range p.Output() {
+		if !strings.Contains(l, `"level":"DEBUG"`) && strings.Contains(l, "770077") {
+			t.Errorf("a log line above debug names the person: %s", l)
+		}
+	}
+	cmd := exec.Command(bin, "status")
+	cmd.Env = rig.Environ("BRP_DATABASE_URL=" + dbURL)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "\nin the future          1  ") || !strings.Contains(string(out), "\nfirst in the future 1 GEBOORTE") {
+		t.Errorf("publicatie status (%v):\n%s", err, out)
 	}
 }

@@ -70,6 +70,9 @@ var publicatieBad = [][2]string{
 	{"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT", "0"},
 	{"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT", "soon"},
 	{"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP", "sometimes"},
+	{"BRP_MIGRATE_WAIT", "soon"},
+	{"BRP_MIGRATE_WAIT", "0"},
+	{"BRP_MIGRATE_WAIT", "48h"},
 	// The operator listener: not on the network without a way to authenticate operators.
 	{"BRP_OPERATE_ADDR", "nowhere"},
 	{"BRP_OPERATE_ADDR", "0.0.0.0:0"},

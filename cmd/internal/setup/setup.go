@@ -290,6 +290,7 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 	db.SetMaxIdleConns(20)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	retry := backoff.New(200*time.Millisecond, 5*time.Second)
+	var last error // the last failure before ctx ended: the ping that ctx cut off only says so
 	for logged := false; ; {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err = db.PingContext(pctx)
@@ -302,8 +303,12 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 		}
 		if ctx.Err() != nil {
 			db.Close()
-			return nil, fmt.Errorf("database not reachable (%w); last error: %s", ctx.Err(), dbsession.Redact(err.Error()))
+			if last == nil {
+				last = err
+			}
+			return nil, fmt.Errorf("database not reachable (%w); last error: %s", ctx.Err(), dbsession.Redact(last.Error()))
 		}
+		last = err
 		if !logged {
 			if permanentDBError(err) {
 				db.Close()
