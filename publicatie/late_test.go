@@ -175,7 +175,7 @@ func TestLeadMarginIsLearned(t *testing.T) {
 func wantLeadMargin(t *testing.T, e *roundEnv, want time.Duration) {
 	t.Helper()
 	var secs float64
-	if err := e.db.GetContext(context.Background(), &secs, `select extract(epoch from marge) from publicatie_voorsprong`); err != nil {
+	if err := e.db.GetContext(context.Background(), &secs, `select extract(epoch from marge) from publicatie_toestand`); err != nil {
 		t.Fatal(err)
 	}
 	if got := time.Duration(secs * float64(time.Second)); got < want || got > want+5*time.Millisecond {

@@ -19,7 +19,7 @@ import (
 // So the leader learns it: the registration trigger (migration 0011) records a handeling whose
 // lead exceeds the margin, with its lead (publicatie_nakomer.voorsprong), and the next round
 // raises the margin to that lead plus leadSlack, at most Config.MaxLead (the documented bound,
-// publicatie_voorsprong.grens: leads beyond it never raise the margin, so a load of last
+// publicatie_toestand.grens: leads beyond it never raise the margin, so a load of last
 // month's handelingen does not hold back today's). Such a late handeling is taken into the
 // view at its place behind the stand; the consumer's order check (package levering) keeps it
 // from reaching afnemers after a newer handeling of its persons.
@@ -48,7 +48,7 @@ const leadDecay = 10 * time.Minute
 // transactions begun before it: longer than a round takes to commit.
 const leadHold = time.Minute
 
-// leadRow is publicatie_voorsprong as the round read it: the margin, its bound, and the
+// leadRow is publicatie_toestand as the round read it: the margin, its bound, and the
 // margin held for the open transactions (the higher one while a lowering is recent).
 type leadRow struct {
 	marge, grens, held time.Duration
@@ -101,12 +101,12 @@ func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, lead t
 // leadRaiseSQL sets the margin ($1, seconds) and its bound ($2). Raising needs nothing held:
 // a transaction that read the lower margin recorded more, not less.
 const leadRaiseSQL = `
-		update publicatie_voorsprong set marge = make_interval(secs => $1), grens = make_interval(secs => $2)`
+		update publicatie_toestand set marge = make_interval(secs => $1), grens = make_interval(secs => $2)`
 
 // leadLowerSQL lowers the margin to $1 and holds the margin in force until then ($3 seconds
 // after now) for transactions begun before.
 const leadLowerSQL = `
-		update publicatie_voorsprong set
+		update publicatie_toestand set
 			vorige = case when sinds > now() then greatest(marge, vorige) else marge end,
 			sinds = clock_timestamp() + make_interval(secs => $3),
 			marge = make_interval(secs => $1), grens = make_interval(secs => $2)`

@@ -151,7 +151,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	retry := backoff.New(100*time.Millisecond, 10*time.Second)
 	for ctx.Err() == nil {
 		p.checkFuture(ctx)
-		more, err := p.step(ctx)
+		more, sleep, err := p.step(ctx)
 		wait := p.cfg.Delay
 		switch {
 		case ctx.Err() != nil:
@@ -173,6 +173,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 			retry.Reset()
 			if more && !p.cfg.FixedDelay {
 				continue
+			}
+			if !sleep && !p.cfg.FixedDelay {
+				wait = busyPoll // work in levering, or just found: look again soon (round.sleeping)
 			}
 		}
 		// Wake-ups are for the leader; a follower only checks the lease every poll interval.
@@ -244,13 +247,13 @@ func (p *Publisher) pollInterval() time.Duration {
 }
 
 // step takes the lease if it can and, as leader, runs one round. more says another round
-// should follow at once.
-func (p *Publisher) step(ctx context.Context) (more bool, err error) {
+// should follow at once, sleep that the leader may wait for a notification (round).
+func (p *Publisher) step(ctx context.Context) (more, sleep bool, err error) {
 	var epoch int64
 	if !p.cfg.Standalone {
 		if epoch, err = p.lead.acquire(ctx); err != nil || epoch == 0 {
 			p.work.drop() // a follower holds no view: a new leader builds its own
-			return false, err
+			return false, false, err
 		}
 	}
 	// A round that has begun may finish when shutdown starts (cutting it after the broker commit
@@ -260,14 +263,14 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(ShutdownGrace, func() { cancel(nil) }) })
 	defer stop()
 	done := p.lead.roundStarting(cancel)
-	published, more, err := p.round(rctx, epoch)
+	published, more, sleep, err := p.round(rctx, epoch)
 	done(err)
 	switch {
 	case errors.Is(err, ErrLostLease):
 		p.m.rounds.WithLabelValues("fenced").Inc()
 		p.lead.lose(epoch)
 		p.log.Warn("lost the lease during a round; the round was rolled back", slog.Int64("epoch", epoch))
-		return false, nil
+		return false, false, nil
 	case err != nil:
 		p.m.rounds.WithLabelValues("failed").Inc()
 	case published > 0:
@@ -275,7 +278,7 @@ func (p *Publisher) step(ctx context.Context) (more bool, err error) {
 	default:
 		p.m.rounds.WithLabelValues("empty").Inc()
 	}
-	return more, err
+	return more, sleep, err
 }
 
 func (p *Publisher) shutdown() {

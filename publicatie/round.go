@@ -38,11 +38,16 @@ type round struct {
 	marked, republished map[int64]bool // what mark changed
 	msgs                []broker.Message
 	sent                []int64
+
+	st    toestand // as read with the horizon
+	sleep bool     // the publisher may wait for a notification after this round (sleeping)
 }
 
 // round runs one round under epoch (0: standalone) and returns how many handelingen it
-// published; more says another round should follow at once.
-func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more bool, err error) {
+// published; more says another round should follow at once, sleep that the publisher may
+// wait for a notification (or DELAY) before the next one (wake), and otherwise it looks again
+// after busyPoll.
+func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more, sleep bool, err error) {
 	defer func() {
 		if err != nil {
 			p.work.drop()
@@ -53,24 +58,64 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		defer r.tx.Rollback() //nolint:errcheck // no-op after commit
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, false, false, err
+	}
+	if err := p.sleeping(ctx, r); err != nil {
+		return 0, false, false, err
 	}
 	if len(r.keep) == 0 && len(r.stale) == 0 {
 		if !p.work.dirty {
-			return 0, r.intakeFull, nil
+			return 0, r.intakeFull, r.sleep, nil
 		}
 		// The intake emptied publicatie_nakomer: committed behind the fence like any round,
 		// so that a deposed leader cannot take the new one's records.
-		return 0, r.intakeFull, p.commit(ctx, r)
+		return 0, r.intakeFull, r.sleep, p.commit(ctx, r)
 	}
 	if err := p.mark(ctx, r); err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
 	if err := p.publish(ctx, r); err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
-	return p.finish(ctx, r)
+	published, more, err = p.finish(ctx, r)
+	return published, more, false, err
 }
+
+// busyPoll is how long the leader waits before its next round while work is in levering or a
+// round found something, without waiting for a notification: deliveries notify no more, and
+// while the leader works registrations do not either (migration 0011: a notifying commit holds
+// a lock every other notifying commit of the database waits for).
+const busyPoll = 10 * time.Millisecond
+
+// sleeping keeps publicatie_toestand.slaapt, in the round's transaction: false while the leader
+// works (nothing in levering, nothing new: it may sleep), so that registrations do not notify;
+// true before it sleeps, so that they wake it. It may sleep only a round after it set
+// slaapt, once no transaction that may still register began before this round (one that
+// read slaapt before it changed, registered without a notification, and commits later,
+// unseen by this round); until then it looks again after busyPoll. In FixedDelay mode nobody
+// listens: slaapt stays false.
+func (p *Publisher) sleeping(ctx context.Context, r *round) error {
+	busy := len(r.keep) > 0 || len(r.stale) > 0 || r.taken > 0 || r.inLevering > 0 || r.intakeFull || p.cfg.FixedDelay
+	want := r.st.slaapt
+	switch {
+	case busy:
+		want = false
+	case !r.st.slaapt:
+		want = true
+	default:
+		r.sleep = !r.st.older
+	}
+	if want == r.st.slaapt {
+		return nil
+	}
+	if _, err := r.q.ExecContext(ctx, slaaptSQL, want); err != nil {
+		return dbErr(fmt.Errorf("publicatie_toestand: %w", err))
+	}
+	p.work.dirty = true
+	return nil
+}
+
+const slaaptSQL = `update publicatie_toestand set slaapt = $1`
 
 // plan begins the round's transaction behind the fence and decides what it publishes.
 func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
@@ -92,10 +137,11 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	if _, err := r.q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.Wartezeit.Milliseconds(), 10)); err != nil {
 		return r, dbErr(err)
 	}
-	horizon, lead, err := readHorizon(ctx, r.q)
+	horizon, st, err := readHorizon(ctx, r.q)
 	if err != nil {
 		return r, dbErr(err)
 	}
+	r.st = st
 	if r.inLevering, err = countInLevering(ctx, r.q); err != nil {
 		return r, dbErr(err)
 	}
@@ -106,7 +152,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	if r.budget <= 0 {
 		return r, nil
 	}
-	v, taken, full, err := p.work.takeIn(ctx, r.q, epoch, horizon, lead)
+	v, taken, full, err := p.work.takeIn(ctx, r.q, epoch, horizon, st.lead)
 	if err != nil {
 		return r, dbErr(err)
 	}

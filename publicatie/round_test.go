@@ -105,7 +105,7 @@ func (e *roundEnv) round() []int64 {
 	e.last = nil
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, _, err := e.pub.round(ctx, 0); err != nil {
+	if _, _, _, err := e.pub.round(ctx, 0); err != nil {
 		e.t.Fatalf("round: %v", err)
 	}
 	return e.last
@@ -554,7 +554,7 @@ func TestRoundSweepRebuildsAViewThatDisagrees(t *testing.T) {
 	e := newRoundEnv(t, Config{})
 	e.insert(h(1, 10, 10), h(2, 20, 20), h(3, 30, 10))
 	wantIDs(t, "first round", e.round(), 1, 2)
-	e.db.MustExec(`alter table admhnd disable trigger admhnd_herlees`)
+	e.db.MustExec(`alter table admhnd disable trigger admhnd_geregistreerd`)
 	e.db.MustExec(`alter table admhnd_persoon disable trigger admhnd_persoon_laat`)
 	e.insert(h(4, 5, 10), h(5, 6, 30))
 	e.setStatus("geleverd", 1)

@@ -29,27 +29,39 @@ import (
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
-func readHorizon(ctx context.Context, q querier) (h time.Time, l leadRow, err error) {
+func readHorizon(ctx context.Context, q querier) (h time.Time, st toestand, err error) {
 	var marge, grens, held float64
-	if err := q.QueryRowContext(ctx, horizonSQL, LateWriterGrace.Seconds()).Scan(&h, &marge, &grens, &held); err != nil {
-		return h, l, fmt.Errorf("read horizon: %w", err)
+	if err := q.QueryRowContext(ctx, horizonSQL, LateWriterGrace.Seconds()).Scan(&h, &marge, &grens, &held, &st.slaapt, &st.older); err != nil {
+		return h, st, fmt.Errorf("read horizon: %w", err)
 	}
-	return h, leadRow{marge: seconds(marge), grens: seconds(grens), held: seconds(held)}, nil
+	st.lead = leadRow{marge: seconds(marge), grens: seconds(grens), held: seconds(held)}
+	return h, st, nil
+}
+
+// toestand is publicatie_toestand as a round read it with its horizon: the lead margin, whether
+// registrations wake the publisher (slaapt), and whether a transaction that may still register
+// a handeling began before the round did (older: it may have read slaapt before the round's
+// predecessor changed it).
+type toestand struct {
+	lead   leadRow
+	slaapt bool
+	older  bool
 }
 
 // LateWriterGrace is how long a transaction without a transaction id holds back the horizon.
-// Migration 0009 calls a transaction whose first registration comes more than half of it
+// Migration 0011 calls a transaction whose first registration comes more than half of it
 // after its start a late writer: the margin covers the time between a round's clock reading
 // and its look at pg_stat_activity.
 const LateWriterGrace = time.Second
 
-// horizonSQL computes the horizon and reads the lead margin's row (publicatie_voorsprong):
-// the margin a transaction may have read when its trigger ran is the one held for it, so a
-// margin lowered at sinds still counts, as vorige, for transactions begun before then.
+// horizonSQL computes the horizon and reads publicatie_toestand: the margin a transaction may
+// have read when its trigger ran is the one held for it, so a margin lowered at sinds still
+// counts, as vorige, for transactions begun before then.
 var horizonSQL = `
 		select least(clock_timestamp(), o.start) - case when o.start < v.sinds then greatest(v.marge, v.vorige) else v.marge end,
 			extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8,
-			extract(epoch from case when o.start < v.sinds then greatest(v.marge, v.vorige) else v.marge end)::float8
+			extract(epoch from case when o.start < v.sinds then greatest(v.marge, v.vorige) else v.marge end)::float8,
+			v.slaapt, coalesce(o.start < now(), false)
 		from (
 			select min(xact_start) as start from pg_stat_activity
 			where datname = current_database() and pid <> pg_backend_pid()
@@ -58,8 +70,9 @@ var horizonSQL = `
 			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false)
 		) o cross join (
 			select coalesce(max(marge), '0') as marge, coalesce(max(grens), '0') as grens,
-				coalesce(max(vorige), '0') as vorige, coalesce(max(sinds), '-infinity') as sinds
-			from publicatie_voorsprong
+				coalesce(max(vorige), '0') as vorige, coalesce(max(sinds), '-infinity') as sinds,
+				coalesce(bool_or(slaapt), true) as slaapt
+			from publicatie_toestand
 		) v`
 
 // readLatePersons empties publicatie_ingehaald and returns its handelingen: persons bijhouding

@@ -27,7 +27,7 @@ import (
 // arrival on the verzending queue, while bijhouding registers at a steady rate and the service
 // runs (issue 32). One publicatie and four mutatielevering with their default settings, on a
 // PostgreSQL and an ActiveMQ of its own, a fresh database per measurement; each handeling is
-// registered in a bijhouding transaction of its own (the handeling, then its persons) by eight
+// registered in a bijhouding transaction of its own (the handeling, then its persons) by sixteen
 // registering connections that keep to the schedule (registration i is due at i/rate); an
 // afnemer reads the verzending queue and notes when each message arrives. Persons: 20,000, 10 %
 // of the handelingen touch two.
@@ -41,12 +41,20 @@ import (
 // a directory holding publicatie and mutatielevering binaries of another build (whose own
 // `publicatie migrate` creates its schema). BRP_FRESH_RATES (default 500,2000),
 // BRP_FRESH_FORMS (default now,client,client_behind), BRP_FRESH_SECONDS (measured seconds per
-// run, default 20, after 3 s unmeasured), BRP_FRESH_REPS (default 1).
+// run, default 20, after 3 s unmeasured), BRP_FRESH_REPS (default 1); BRP_FRESH_BACKLOG=N adds,
+// in each rep, backlog=N/version=V: N handelingen over N/4 persons (30 % multi-person)
+// registered before the processes start, delivered at full speed (hps), the versions' raw
+// throughput beside each other; for experiments
+// BRP_FRESH_ENV adds settings (BRP_NAME=VALUE, space-separated) to every process and
+// BRP_FRESH_SQL runs on each database after the migration.
 //
 // Figures: offered_hps (registrations per second committed in the measured window),
 // delivered_ratio (verzending arrivals in that window over registrations in it: 1 keeps up),
 // p50_ms, p90_ms, p99_ms, max_ms (commit to arrival, every registration of the window, waited
-// for after the window ends), reg_p50_ms (bijhouding's transaction), order_violations.
+// for after the window ends), reg_p50_ms (bijhouding's transaction), order_violations, warnings,
+// and the CPU milliseconds per handeling of each part over the whole run (cpu_publicatie_ms,
+// cpu_mutatielevering_ms, cpu_broker_ms, cpu_postgres_ms, cpu_bench_ms: registering and
+// reading, cpu_machine_ms: everything).
 func BenchmarkFreshness(b *testing.B) {
 	svc := brptest.PrivateServices(b)
 	versions := freshVersions(b)
@@ -63,6 +71,13 @@ func BenchmarkFreshness(b *testing.B) {
 	warm := freshRun(b, svc, versions[0], 2000, "now", 15*time.Second)
 	b.Logf("warm-up (not measured): %s p50 %.1f ms, p99 %.1f ms", versions[0].name, warm["p50_ms"], warm["p99_ms"])
 	for rep := 1; rep <= reps; rep++ {
+		if n := envInt("BRP_FRESH_BACKLOG", 0); n > 0 {
+			for _, v := range versions {
+				b.Run(fmt.Sprintf("rep=%d/backlog=%d/version=%s", rep, n, v.name), measured(func(b *testing.B) figures {
+					return backlogRun(b, svc, v, n)
+				}))
+			}
+		}
 		for _, rate := range rates {
 			r, err := strconv.Atoi(rate)
 			if err != nil || r <= 0 {
@@ -77,6 +92,53 @@ func BenchmarkFreshness(b *testing.B) {
 			}
 		}
 	}
+}
+
+// backlogRun registers n handelingen, starts v's processes and reports how fast they deliver
+// them (hps, from the first publication to the last delivery) and the CPU per handeling.
+func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figures {
+	b.Helper()
+	db, dbURL := bareDB(b, svc)
+	migrate := exec.Command(v.pub, "migrate")
+	migrate.Env = rig.Environ("BRP_DATABASE_URL=" + dbURL)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("%s migrate: %v\n%s", v.name, err, out)
+	}
+	hs := load.Generate(load.Spec{N: n, Personen: n / 4, Multi: 0.3, Seed: 21, Start: time.Now().Add(-time.Hour)})
+	if err := load.Insert(context.Background(), db, hs); err != nil {
+		b.Fatal(err)
+	}
+	db.MustExec(`analyze admhnd; analyze admhnd_persoon`)
+	q := brptest.NewQueues(b)
+	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
+	env := append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...)
+	m0 := rig.MarkCPU(svc.BrokerPID(), svc.DBPID())
+	var ps []*brptest.Proc
+	for i := range 4 {
+		ps = append(ps, brptest.Start(b, fmt.Sprintf("mutatielevering-%d", i+1), v.con, svc.Env(dbURL, q, env...)...))
+	}
+	ps = append([]*brptest.Proc{brptest.Start(b, "publicatie", v.pub, svc.Env(dbURL, q, env...)...)}, ps...)
+	rep := verifyDeliveredWithin(b, db, hs, verzending, 10*time.Minute)
+	f := figures{}
+	processFigures(b, f, m0, svc.BrokerPID(), svc.DBPID(), ps)
+	var secs float64
+	if err := db.Get(&secs, `select extract(epoch from max(tslev) - min(tspub)) from admhnd where statuslev = 'geleverd'`); err != nil {
+		b.Fatal(err)
+	}
+	f["hps"] = float64(rep.Distinct) / secs
+	for _, part := range []string{"publicatie", "mutatielevering", "broker", "postgres", "bench", "machine"} {
+		f["cpu_"+part+"_ms"] = 1000 * f["cpu_"+part+"_s"] / float64(rep.Distinct)
+		delete(f, "cpu_"+part+"_s")
+	}
+	var procs []*rig.Proc
+	for _, p := range ps {
+		procs = append(procs, p.Proc)
+	}
+	if err := rig.StopAll(20*time.Second, procs...); err != nil {
+		b.Log(err)
+	}
+	b.Logf("%s: %d geleverd at %.0f/s", v.name, rep.Distinct, f["hps"])
+	return f
 }
 
 // binVersion is a build of the two commands.
@@ -109,12 +171,12 @@ func envList(name, def string) []string {
 	return strings.Split(v, ",")
 }
 
-// tsregForms are the tsreg expressions of a registration; $3 is the client's clock read before
-// the transaction began.
+// tsregForms are the tsreg expressions of a registration; klok is the client's clock, read
+// before the transaction began.
 var tsregForms = map[string]string{
 	"now":           `now()`,
-	"client":        `$3::timestamptz`,
-	"client_behind": `$3::timestamptz - interval '500 ms'`,
+	"client":        `klok`,
+	"client_behind": `klok - interval '500 ms'`,
 }
 
 // registration is one handeling as the registering side saw it.
@@ -137,22 +199,29 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
 	env := func(extra ...string) []string {
-		return svc.Env(dbURL, q, append([]string{"BRP_LOG_LEVEL=info"}, extra...)...)
+		return svc.Env(dbURL, q, append(append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...), extra...)...)
 	}
-	var procs []*rig.Proc
+	if sql := os.Getenv("BRP_FRESH_SQL"); sql != "" { // an experiment's change to the schema
+		db.MustExec(sql)
+	}
+	pub := brptest.Start(b, "publicatie", v.pub, env()...)
+	ps := []*brptest.Proc{pub}
 	for i := range 4 {
 		c := brptest.Start(b, fmt.Sprintf("mutatielevering-%d", i+1), v.con, env()...)
 		c.WaitReady(time.Minute)
-		procs = append(procs, c.Proc)
+		ps = append(ps, c)
 	}
-	pub := brptest.Start(b, "publicatie", v.pub, env()...)
-	procs = append(procs, pub.Proc)
 	pub.WaitLeader(time.Minute)
 	defer func() {
+		var procs []*rig.Proc
+		for _, p := range ps {
+			procs = append(procs, p.Proc)
+		}
 		if err := rig.StopAll(20*time.Second, procs...); err != nil {
 			b.Log(err)
 		}
 	}()
+	m0 := rig.MarkCPU(svc.BrokerPID(), svc.DBPID())
 
 	warmup := 3 * time.Second
 	regs := register(b, db, rate, form, warmup+d)
@@ -178,6 +247,19 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		}
 		return nil
 	})
+	f := figures{}
+	processFigures(b, f, m0, svc.BrokerPID(), svc.DBPID(), ps)
+	if os.Getenv("BRP_FRESH_STATS") != "" { // DEBUG
+		var lines []string
+		db.Select(&lines, `select funcname || ' calls=' || calls || ' total_ms=' || round(total_time::numeric,1) || ' self_ms=' || round(self_time::numeric,1) from pg_stat_user_functions order by total_time desc`)
+		var tabs []string
+		db.Select(&tabs, `select relname || ' seq=' || seq_scan || ' seq_tup=' || seq_tup_read || ' idx=' || coalesce(idx_scan,0) || ' ins=' || n_tup_ins || ' upd=' || n_tup_upd || ' hot=' || n_tup_hot_upd || ' del=' || n_tup_del || ' dead=' || n_dead_tup from pg_stat_user_tables order by seq_tup_read desc`)
+		b.Logf("functions:\n%s\ntables:\n%s", strings.Join(lines, "\n"), strings.Join(tabs, "\n"))
+	}
+	for _, part := range []string{"publicatie", "mutatielevering", "broker", "postgres", "bench", "machine"} {
+		f["cpu_"+part+"_ms"] = 1000 * f["cpu_"+part+"_s"] / float64(len(regs))
+		delete(f, "cpu_"+part+"_s")
+	}
 	rep := load.CheckOrder(verzending.IDs(), hs)
 	if rep.Distinct != len(regs) {
 		b.Fatalf("verzending holds %d distinct handelingen, %d registered", rep.Distinct, len(regs))
@@ -199,7 +281,7 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	slices.Sort(lat)
 	slices.Sort(reg)
 	pct := func(xs []float64, p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
-	f := figures{
+	for k, v := range map[string]float64{
 		"offered_hps":      float64(offered) / d.Seconds(),
 		"delivered_ratio":  float64(delivered) / float64(offered),
 		"p50_ms":           pct(lat, 0.5),
@@ -208,14 +290,13 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		"max_ms":           lat[len(lat)-1],
 		"reg_p50_ms":       pct(reg, 0.5),
 		"order_violations": float64(len(rep.Violations)),
+	} {
+		f[k] = v
 	}
 	b.Logf("%s rate %d tsreg %s: offered %.0f/s, delivered %.3f, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d duplicates",
 		v.name, rate, form, f["offered_hps"], f["delivered_ratio"], f["p50_ms"], f["p90_ms"], f["p99_ms"], f["max_ms"], rep.Duplicates)
 	if len(rep.Violations) > 0 {
 		b.Errorf("per-person order violated:\n%s", strings.Join(rep.Violations, "\n"))
-	}
-	if w := pub.Warnings(); len(w) > 0 {
-		b.Logf("publicatie warnings: %d, the first: %s", len(w), w[0])
 	}
 	return f
 }
@@ -235,14 +316,28 @@ func bareDB(b *testing.B, svc *brptest.Services) (*sqlx.DB, string) {
 	return db, url
 }
 
-// register registers handelingen at rate for d, each in a transaction of its own, on eight
-// connections, and returns them in id order.
+// register registers handelingen at rate for d, each in a transaction of its own, on sixteen
+// connections, and returns them in id order. A registration is one call of a function the
+// benchmark creates (bench_register: the handeling, then its persons, in the call's
+// transaction), through a statement prepared on each connection: one round trip, so that the
+// registering side spends the machine's CPU as little as an application server's would.
 func register(b *testing.B, db *sqlx.DB, rate int, form string, d time.Duration) []registration {
 	b.Helper()
-	const workers, personen = 8, 20_000
+	const workers, personen = 16, 20_000
 	db.SetMaxOpenConns(workers)
 	db.SetMaxIdleConns(workers)
-	insert := `insert into admhnd (id, soort, tsreg) values ($1, $2, ` + tsregForms[form] + `) returning tsreg`
+	tsreg, ok := tsregForms[form]
+	if !ok {
+		b.Fatalf("tsreg form %q", form)
+	}
+	db.MustExec(`create or replace function bench_register(nr bigint, klok timestamptz, personen bigint[]) returns timestamptz
+		language plpgsql as $$
+		declare ts timestamptz;
+		begin
+			insert into admhnd (id, soort, tsreg) values (nr, 'VERHUIZING', ` + tsreg + `) returning tsreg into ts;
+			insert into admhnd_persoon (admhnd_id, persoon_id) select nr, unnest(personen);
+			return ts;
+		end $$`)
 	total := int(float64(rate) * d.Seconds())
 	out := make([]registration, total)
 	var next atomic.Int64
@@ -253,6 +348,18 @@ func register(b *testing.B, db *sqlx.DB, rate int, form string, d time.Duration)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			conn, err := db.Connx(context.Background())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			stmt, err := conn.PreparexContext(context.Background(), `select bench_register($1, $2, $3)`)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer stmt.Close()
 			r := rand.New(rand.NewPCG(uint64(w), 32))
 			for {
 				i := int(next.Add(1) - 1)
@@ -268,26 +375,7 @@ func register(b *testing.B, db *sqlx.DB, rate int, form string, d time.Duration)
 				}
 				slices.Sort(ps)
 				reg := registration{h: load.Handeling{ID: int64(i + 1), Soort: "VERHUIZING", Personen: ps}, begin: time.Now()}
-				args := []any{reg.h.ID, reg.h.Soort}
-				if form != "now" {
-					args = append(args, reg.begin)
-				}
-				err := func() error {
-					tx, err := db.BeginTxx(context.Background(), nil)
-					if err != nil {
-						return err
-					}
-					defer tx.Rollback() //nolint:errcheck // after commit a no-op
-					if err := tx.Get(&reg.h.Tsreg, insert, args...); err != nil {
-						return err
-					}
-					if _, err := tx.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`,
-						reg.h.ID, pq.Array(ps)); err != nil {
-						return err
-					}
-					return tx.Commit()
-				}()
-				if err != nil {
+				if err := stmt.Get(&reg.h.Tsreg, reg.h.ID, reg.begin, pq.Array(ps)); err != nil {
 					errs <- err
 					return
 				}

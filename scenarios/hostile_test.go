@@ -251,7 +251,7 @@ func (h *hostile) learnClocks() {
 	h.record(&registered{Handeling: load.Handeling{ID: id, Soort: "VERHUIZING", Tsreg: ts, Personen: ps}, kind: ordinary})
 	brptest.Eventually(t, 30*time.Second, func() error {
 		var margin float64
-		if err := h.db.Get(&margin, `select extract(epoch from marge) from publicatie_voorsprong`); err != nil {
+		if err := h.db.Get(&margin, `select extract(epoch from marge) from publicatie_toestand`); err != nil {
 			return err
 		}
 		if margin < 0.55 {

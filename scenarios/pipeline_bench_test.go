@@ -226,12 +226,8 @@ func (pb *pipelineBench) seed(b *testing.B) figures {
 	db, url := pb.db(b)
 	hs := workload(s.seedN, s.seedPersonen, 1, time.Now().Add(-time.Hour))
 	seed(b, db, hs)
-	// No wake-ups whatever the publisher does with WAKEUP=false: the triggers that notify it.
-	for _, t := range []string{"admhnd_notify_insert", "admhnd_notify_status"} {
-		if _, err := db.Exec(`alter table admhnd disable trigger ` + t); err != nil {
-			b.Fatal(err)
-		}
-	}
+	// WAKEUP=false: the publisher listens for no notification (and its rounds keep
+	// registrations from sending any: publicatie_toestand.slaapt false).
 	f := pb.measure(b, db, url, hs, s.seedK, s.seedWindow, "BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=false")
 	// A round that reads LIMIT candidates makes the publisher run the next one at once, wake-ups
 	// or not: that would not be the seed's behaviour.
@@ -307,7 +303,7 @@ func (pb *pipelineBench) measure(b *testing.B, db *sqlx.DB, dbURL string, hs []l
 		}
 		return fmt.Errorf("geleverd %d of %d, in levering %d, fout %d", c.geleverd, want, c.inLevering, c.fout)
 	})
-	pb.processFigures(b, f, m0, ps)
+	processFigures(b, f, m0, pb.brokerPID, pb.pgPID, ps)
 	roundFigures(f, "", ps[0])
 	stop(b, ps)
 
@@ -370,8 +366,8 @@ func (f figures) order(b *testing.B, ids []int64, hs []load.Handeling, geleverd 
 
 // processFigures records the CPU since m0 (wall time, each part's CPU seconds) and the
 // processes' peak memory and warnings, right before they are stopped.
-func (pb *pipelineBench) processFigures(b *testing.B, f figures, m0 rig.CPUMark, ps []*brptest.Proc) {
-	m := rig.MarkCPU(pb.brokerPID, pb.pgPID)
+func processFigures(b *testing.B, f figures, m0 rig.CPUMark, brokerPID, pgPID int, ps []*brptest.Proc) {
+	m := rig.MarkCPU(brokerPID, pgPID)
 	f["wall_s"], f["cpu_broker_s"], f["cpu_postgres_s"] = m.At.Sub(m0.At).Seconds(), m.Broker-m0.Broker, m.Postgres-m0.Postgres
 	f["cpu_bench_s"], f["cpu_machine_s"] = m.Self-m0.Self, m.Machine-m0.Machine
 	for i, p := range ps {
@@ -594,7 +590,7 @@ func (pb *pipelineBench) raw(b *testing.B, batch, goroutines int, ackPerBatch bo
 	}
 	el := time.Since(t0).Seconds()
 	f := figures{"hps": float64(n) / el}
-	pb.processFigures(b, f, m0, nil)
+	processFigures(b, f, m0, pb.brokerPID, pb.pgPID, nil)
 	f["cpu_ms"] = 1000 * cpuParts(f) / float64(n)
 	cancel()
 	for _, c := range conns {

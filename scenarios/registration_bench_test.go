@@ -25,7 +25,7 @@ import (
 //     transaction of its own (the handeling, then its person), one after the other on one
 //     connection, tsreg in the forms of BenchmarkFreshness (now, client, client_behind) and
 //     past (an hour before the transaction). margin is the lead margin the publisher would
-//     have learned (migration 0011's publicatie_voorsprong): 0, as before any lead is seen
+//     have learned (migration 0011's publicatie_toestand): 0, as before any lead is seen
 //     (every registration with a lead is recorded), or learned (1 s: every lead of these forms
 //     is within it); other versions have no margin and run once.
 //   - bulk/n=N/form=F/version=V: one transaction registering N handelingen with a tsreg in the
@@ -47,7 +47,7 @@ func BenchmarkRegistration(b *testing.B) {
 				b.Run(fmt.Sprintf("single/tsreg=%s/margin=%s/version=%s", form, margin, v.name), measured(func(b *testing.B) figures {
 					db := registrationDB(b, svc, v)
 					if margin == "learned" {
-						db.MustExec(`update publicatie_voorsprong set marge = '1 s'`)
+						db.MustExec(`update publicatie_toestand set marge = '1 s'`)
 					}
 					start := time.Now()
 					registerOneByOne(b, db, form, single)
@@ -98,7 +98,7 @@ func hasLeadMargin(b *testing.B, svc *brptest.Services, v binVersion) bool {
 	}
 	db := registrationDB(b, svc, v)
 	var has bool
-	if err := db.Get(&has, `select to_regclass('publicatie_voorsprong') is not null`); err != nil {
+	if err := db.Get(&has, `select to_regclass('publicatie_toestand') is not null`); err != nil {
 		b.Fatal(err)
 	}
 	leadMargins[v.name] = has
@@ -117,8 +117,8 @@ func registerOneByOne(b *testing.B, db *sqlx.DB, form string, n int) {
 	if !ok {
 		b.Fatalf("tsreg form %q", form)
 	}
-	clock := strings.Contains(expr, "$3") // the client's clock, read before the transaction
-	insert := `insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', ` + strings.ReplaceAll(expr, "$3", "$2") + `)`
+	clock := strings.Contains(expr, "klok") // the client's clock, read before the transaction
+	insert := `insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', ` + strings.ReplaceAll(expr, "klok", "$2::timestamptz") + `)`
 	for i := range n {
 		args := []any{i + 1}
 		if clock {

@@ -1,37 +1,41 @@
 -- Late arrivals once the consumer checks the order where it delivers (package levering; issue
--- 32; docs/robustness.md, "Late arrivals"). Migration 0009 kept order at the publisher alone:
--- every registration whose tsreg lay before its transaction's start (what an application
--- server's clock gives, the normal case by CONTRACT.md section 1) took an advisory lock that
--- kept rounds from marking, looked up its persons' newer handelingen, and made the publisher
--- build its view again. At 2,000 registrations a second that was every registration, and the
--- service no longer kept up. Now:
+-- 32; docs/robustness.md, "Late arrivals"), and registrations that no longer queue behind
+-- each other. Migration 0009 kept order at the publisher alone: every registration whose
+-- tsreg lay before its transaction's start (what an application server's clock gives, the
+-- normal case by CONTRACT.md section 1) took an advisory lock that kept rounds from marking,
+-- looked up its persons' newer handelingen, and made the publisher build its view again. At
+-- 2,000 registrations a second that was every registration, and the service no longer kept up.
+-- And every registration and every delivery sent a notification: PostgreSQL commits the
+-- transactions that notify one at a time, under one lock held through their WAL flush, so
+-- bijhouding's registrations and the consumers' commits queued behind each other. Now:
 --
 -- * The publisher learns how far before its transaction's start bijhouding's tsreg lies (the
---   lead) and holds its horizon back by that much (publicatie_voorsprong.marge, at most
---   grens): registrations within the margin are ordinary and cost the triggers below one
---   look at that row.
--- * A registration beyond the margin (or by a late writer) is recorded for the publisher
---   in publicatie_nakomer, with its lead, so that the publisher takes it into its view at its
---   place and learns the lead; a statement with more than 100 such rows (a load, a
---   conversion) records only its oldest in publicatie_herlees, and the view is built again.
+--   lead) and holds its horizon back by that much (publicatie_toestand.marge, at most grens):
+--   a registration within the margin is ordinary and costs one look at that row.
+-- * A registration beyond the margin (or by a late writer) is recorded in publicatie_nakomer,
+--   with its lead, so that the publisher takes it into its view at its place and learns the
+--   lead; a transaction that records more than 100 (a load, a conversion) leaves only the
+--   oldest of each further statement in publicatie_herlees, and the view is built again.
 -- * Persons added to another transaction's handeling are recorded the same way; the
 --   handeling's row is held (key share, as the foreign key does) until the commit, so that a
 --   consumer delivering it either sees the persons or is seen to have delivered it, which is
 --   reported (publicatie_ingehaald, door_id null).
--- * Whether a late handeling was overtaken (a newer handeling of one of its persons already
---   geleverd) the publisher checks before it publishes it; the consumer holds back any
---   handeling whose older handeling of a person is still open.
+-- * Only while the publisher sleeps (publicatie_toestand.slaapt: nothing in levering, nothing
+--   new) does a registration, or a handeling set back to be delivered, wake it with a
+--   notification; while it works it looks for new work itself. Deliveries notify no more.
 
-create table if not exists publicatie_voorsprong (
+create table if not exists publicatie_toestand (
     enig   boolean     primary key default true check (enig),
     -- the lead the publisher holds its horizon back by, and the largest lead it learns
     marge  interval    not null default '0',
     grens  interval    not null default '2 s',
     -- the margin before the last lowering, still held for transactions begun before sinds
     vorige interval    not null default '0',
-    sinds  timestamptz not null default '-infinity'
+    sinds  timestamptz not null default '-infinity',
+    -- the publisher waits for a notification (until then: none is sent)
+    slaapt boolean     not null default true
 );
-insert into publicatie_voorsprong default values on conflict do nothing;
+insert into publicatie_toestand default values on conflict do nothing;
 
 alter table publicatie_nakomer add column if not exists voorsprong interval null;
 -- A record is an event, not a state: the same handeling may be recorded again while the leader
@@ -40,20 +44,24 @@ alter table publicatie_nakomer add column if not exists voorsprong interval null
 -- that row instead would make the leader's delete wait for bijhouding's commit. Without a key
 -- every record is its own row, and the leader reads each distinct id once.
 alter table publicatie_nakomer drop constraint if exists publicatie_nakomer_pkey;
+alter table publicatie_ingehaald alter column door_id drop not null;
+
+-- The advisory lock of 0009 is gone: nothing takes it any more. Deliveries notify no more.
+drop trigger if exists admhnd_notify_status on admhnd;
 
 create or replace function publicatie_nakomer_teruggezet() returns trigger
     language plpgsql security definer set search_path from current as $$
 begin
     insert into publicatie_nakomer (admhnd_id) values (new.id);
+    if (select slaapt from publicatie_toestand) is distinct from false then
+        perform pg_notify('brp_levering', '');
+    end if;
     return null;
 end $$;
-alter table publicatie_ingehaald alter column door_id drop not null;
 
--- The advisory lock of 0009 is gone: nothing takes it any more.
-
--- Records one more late row in publicatie_nakomer for this transaction, or says (false) that
+-- Records n more late rows in publicatie_nakomer for this transaction, or says (false) that
 -- it has recorded 100 already: a transaction that registers more (a load, a conversion, a
--- backfill, statement by statement) leaves only the oldest of each statement in
+-- backfill, statement by statement) leaves only the oldest of each further statement in
 -- publicatie_herlees, and the publisher builds its view again from the oldest, in bounded
 -- reads, instead of taking a million handelingen in at once.
 create or replace function publicatie_nakomer_ruimte(n bigint) returns boolean
@@ -68,34 +76,56 @@ begin
     return true;
 end $$;
 
-create or replace function publicatie_herlees_geregistreerd() returns trigger
+-- One statement trigger per registering statement (it replaces 0003's notification and 0009's
+-- record): plpgsql calls are what a registration pays for, so one, reading one row.
+--
+-- A late writer is a transaction whose first registration comes more than half a second after
+-- it began (publicatie.LateWriterGrace): until its first write it had no transaction id, and
+-- the publisher's horizon stops waiting for such a transaction after a second, so what it
+-- registers may lie behind the publisher's stand. A transaction that registered early held
+-- the horizon back from then on: the first registration marks it (brp_levering.vroeg).
+create or replace function publicatie_geregistreerd() returns trigger
     language plpgsql security definer set search_path from current as $$
 declare
-    laat_schrijver boolean := publicatie_late_writer();
-    v publicatie_voorsprong;
+    v publicatie_toestand;
+    laat boolean := false;
     n bigint;
 begin
-    select * into v from publicatie_voorsprong;
+    select * into v from publicatie_toestand;
     if not found then
         v.marge := '0';
         v.grens := '0';
     end if;
+    if v.slaapt is distinct from false then
+        perform pg_notify('brp_levering', '');
+    end if;
+    if coalesce(current_setting('brp_levering.vroeg', true), '') = '' then
+        laat := clock_timestamp() - now() > interval '0.5 s';
+        if not laat then
+            perform set_config('brp_levering.vroeg', '1', true);
+        end if;
+    end if;
     select count(*) into n from nieuw
-    where (laat_schrijver or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
+    where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
     if n = 0 then
         return null;
     elsif publicatie_nakomer_ruimte(n) then
         insert into publicatie_nakomer (admhnd_id, voorsprong)
-        select id, case when not laat_schrijver and now() - tsreg <= v.grens then now() - tsreg end from nieuw
-        where (laat_schrijver or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
+        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end from nieuw
+        where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select tsreg, id from nieuw
-        where (laat_schrijver or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31'
+        where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31'
         order by tsreg, id limit 1;
     end if;
     return null;
 end $$;
+drop trigger if exists admhnd_notify_insert on admhnd;
+drop trigger if exists admhnd_herlees on admhnd;
+drop trigger if exists admhnd_geregistreerd on admhnd;
+create trigger admhnd_geregistreerd after insert on admhnd referencing new table as nieuw
+    for each statement execute function publicatie_geregistreerd();
 
 create or replace function publicatie_personen_toegevoegd() returns trigger
     language plpgsql security definer set search_path from current as $$
@@ -136,3 +166,8 @@ begin
     end if;
     return null;
 end $$;
+
+-- 0007 and 0009's functions nothing calls any more.
+drop function if exists publicatie_herlees_geregistreerd();
+drop function if exists publicatie_late_writer();
+drop function if exists brp_levering_notify();
