@@ -175,7 +175,8 @@ var applySQL = `
 			update admhnd set statuslev = null, tslev = null where id = any($4)
 			returning id
 		), n as (
-			insert into publicatie_nakomer (admhnd_id) select unnest($5::bigint[])
+			insert into publicatie_nakomer (admhnd_id) select x from unnest($5::bigint[]) as x order by x
+			on conflict (admhnd_id) do nothing
 			returning admhnd_id
 		)
 		update admhnd set statuslev = ` + handeling.GeleverdSQL + `, tslev = now() where id = any($1)

@@ -340,7 +340,7 @@ func TestPersonsCommittedWhileAConsumerChecks(t *testing.T) {
 			}
 			e.waitCounts(t, levering.Counts{Delivered: 1})
 			var reported []int64
-			if err := e.db.Select(&reported, `select admhnd_id from publicatie_ingehaald`); err != nil || !slices.Equal(reported, []int64{1}) {
+			if err := e.db.Select(&reported, `select admhnd_id from publicatie_laat_personen`); err != nil || !slices.Equal(reported, []int64{1}) {
 				t.Fatalf("reported as persons added after delivery: %v (%v), want [1]", reported, err)
 			}
 		})

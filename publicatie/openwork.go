@@ -2,11 +2,8 @@ package publicatie
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/lib/pq"
 
 	"github.com/brp/levering/handeling"
 )
@@ -28,12 +25,18 @@ type openWork struct {
 	view  *view // nil: none yet (a follower's, or dropped after a failed round)
 	epoch int64
 	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees or
-	// publicatie_ingehaald, or changed the lead margin: the round must commit even if it
+	// publicatie_laat_personen, or changed the lead margin: the round must commit even if it
 	// publishes nothing.
 	dirty bool
 	// leadSince is when the lead margin was last raised or lowered (or this leader began): it
 	// decays leadDecay later (lead.go).
 	leadSince time.Time
+	// recheck are the handelingen the last committed round could not mark (no longer to be
+	// delivered, or locked by another session): they left the view, and the next intake takes
+	// back those still to be delivered, before anything newer of their persons. Kept here, not
+	// in publicatie_nakomer: a round that writes a record may wait for a transaction holding
+	// it; a new view (a new leader, a failed round) reads them anyway.
+	recheck   []int64
 	lastSweep time.Time // of the view against the database
 	// intakePersons is the persons per handeling the last intake read (at least 1): how
 	// many handelingen the room under ViewBytes holds (intakeBounds).
@@ -170,10 +173,11 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 // handelingen and v was rewound: read again.
 func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.Time) (read, late int, full, rewound bool, err error) {
 	limit, budget := w.intakeBounds(v)
-	rows, cut, err := readIntake(ctx, q, w.cfg.Excluded, horizon, v.stand, limit, budget)
+	rows, cut, err := readIntake(ctx, q, w.cfg.Excluded, horizon, v.stand, limit, budget, w.recheck)
 	if err != nil {
 		return 0, 0, false, false, err
 	}
+	w.recheck = nil
 	oldStand, persons := v.stand, 0
 	for _, r := range rows {
 		if r.nakomer {
@@ -249,7 +253,7 @@ func (w *openWork) reportLatePersons(ctx context.Context, q querier) error {
 	if len(found) == 0 {
 		return nil
 	}
-	w.dirty = true // emptied publicatie_ingehaald
+	w.dirty = true // emptied publicatie_laat_personen
 	for _, id := range found {
 		w.m.latePersons.Inc()
 		w.log.Warn("persons added to a handeling after it was delivered: afnemers received it without them",
@@ -284,17 +288,3 @@ func unmarked(keep []Candidate, marked map[int64]bool) []int64 {
 	}
 	return out
 }
-
-// recheck records ids in publicatie_nakomer: the next round's intake takes back those still to
-// be delivered.
-func recheck(ctx context.Context, q querier, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := q.ExecContext(ctx, recheckSQL, pq.Array(ids)); err != nil {
-		return fmt.Errorf("record unmarked handelingen: %w", err)
-	}
-	return nil
-}
-
-const recheckSQL = `insert into publicatie_nakomer (admhnd_id) select unnest($1::bigint[])`

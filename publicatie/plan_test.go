@@ -33,7 +33,7 @@ func TestRoundFindsRowsByID(t *testing.T) {
 		`insert into publicatie_nakomer (admhnd_id) values (5000), (6000)`,
 		`set plan_cache_mode = force_generic_plan`,
 		`prepare mark(bigint[]) as ` + markSQL,
-		`prepare intake(timestamptz, timestamptz, bigint, int) as ` + intakeDefaultSQL,
+		`prepare intake(timestamptz, timestamptz, bigint, int, bigint[]) as ` + intakeDefaultSQL,
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -44,7 +44,7 @@ func TestRoundFindsRowsByID(t *testing.T) {
 		cond    string // the condition by which the statement must look its rows up
 	}{
 		{`explain execute mark('{1001, 2002, 50000}')`, "Index Cond: (id = ANY ($1))"},
-		{`explain execute intake(now(), now() - interval '10 minutes', 100000, 1000)`, "Index Cond: (id = n.admhnd_id)"},
+		{`explain execute intake(now(), now() - interval '10 minutes', 100000, 1000, '{7000}')`, "Index Cond: (id = n.admhnd_id)"},
 	} {
 		plan, err := explain(ctx, conn, c.explain)
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 // what is in flight, take what is new into the view of open work, keep its oldest ready
 // handelingen whose persons are not blocked), mark (them in_levering, and touch those whose
 // earlier message was lost), publish (all of them in one broker transaction) and finish
-// (recheck what could not be marked, commit only if the lease is still ours, update the view).
+// (commit only if the lease is still ours, update the view, recheck what could not be marked).
 type round struct {
 	epoch int64
 	start time.Time
@@ -251,18 +251,16 @@ func (p *Publisher) publish(ctx context.Context, r *round) error {
 	return p.cfg.Hooks.AfterBrokerCommit.Run(ctx, r.sent)
 }
 
-// finish records for a recheck what the round could not mark, commits behind the fence and
-// takes the round's handelingen out of the view.
+// finish commits behind the fence, takes the round's handelingen out of the view and keeps
+// those it could not mark for the next intake's recheck.
 func (p *Publisher) finish(ctx context.Context, r *round) (published int, more bool, err error) {
-	// Those the round could not mark (no longer to be delivered, or locked by another
-	// session) leave the view; the ones still to be delivered come back through
-	// publicatie_nakomer, before anything newer of their persons.
-	if err := recheck(ctx, r.q, unmarked(r.keep, r.marked)); err != nil {
-		return 0, false, dbErr(err)
-	}
 	if err := p.commit(ctx, r); err != nil {
 		return 0, false, err
 	}
+	// Those the round could not mark (no longer to be delivered, or locked by another
+	// session) leave the view; the next intake takes back the ones still to be delivered,
+	// before anything newer of their persons.
+	p.work.recheck = unmarked(r.keep, r.marked)
 	waiting := p.work.done(r.keep)
 	if len(r.sent) > 0 {
 		p.rounds.Add(1)

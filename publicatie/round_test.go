@@ -416,14 +416,14 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `set plan_cache_mode = force_generic_plan; prepare sel as `+intakeDefaultSQL); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SelectContext(ctx, &plan, `explain execute sel(now(), '-infinity', 0, 5000)`); err != nil {
+	if err := conn.SelectContext(ctx, &plan, `explain execute sel(now(), '-infinity', 0, 5000, '{}')`); err != nil {
 		t.Fatal(err)
 	}
 	usesIndex("the default intake's generic plan", plan)
 	// Another list that excludes the initial load: planned with its values on every call.
 	plan = nil
 	other := pq.Array([]string{handeling.InitieleVulling, "ANDERE_SOORT"})
-	if err := e.db.Select(&plan, `explain `+intakeSQL, time.Now(), "-infinity", 0, 5000, other); err != nil {
+	if err := e.db.Select(&plan, `explain `+intakeSQL, time.Now(), "-infinity", 0, 5000, pq.Array([]int64{}), other); err != nil {
 		t.Fatal(err)
 	}
 	usesIndex("the intake for another list", plan)

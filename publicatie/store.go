@@ -75,33 +75,34 @@ var horizonSQL = `
 			from publicatie_toestand
 		) v`
 
-// readLatePersons empties publicatie_ingehaald and returns its handelingen: persons bijhouding
-// added to them after they were delivered (migration 0011), which nothing can undo, so the
-// leader reports them. (Records of migration 0009 are reported the same way: whatever became
-// of their handeling, the consumer's order check decides it now.)
+// readLatePersons empties publicatie_laat_personen and returns its handelingen: persons
+// bijhouding added to them after they were delivered (migration 0011), which nothing can undo,
+// so the leader reports them. Records migration 0009 left in publicatie_ingehaald are reported
+// the same way: whatever became of their handeling, the consumer's order check decides it now.
 func readLatePersons(ctx context.Context, q querier) ([]int64, error) {
 	rows, err := q.QueryContext(ctx, latePersonsSQL)
 	if err != nil {
-		return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
+		return nil, fmt.Errorf("read late persons: %w", err)
 	}
 	defer rows.Close()
 	var out []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
+			return nil, fmt.Errorf("read late persons: %w", err)
 		}
 		out = append(out, id)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read publicatie_ingehaald: %w", err)
+		return nil, fmt.Errorf("read late persons: %w", err)
 	}
 	return out, nil
 }
 
 const latePersonsSQL = `
-		with d as (delete from publicatie_ingehaald returning admhnd_id)
-		select distinct admhnd_id from d order by 1`
+		with a as (delete from publicatie_laat_personen returning admhnd_id),
+		b as (delete from publicatie_ingehaald returning admhnd_id)
+		select admhnd_id from a union select admhnd_id from b order by 1`
 
 // querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
 type querier interface {
@@ -146,10 +147,10 @@ type intakeRow struct {
 // past budget bytes, except the first, which is always read: a handeling larger than the
 // whole budget is taken in when it is next. cut says it stopped there; the rest of the rows
 // are left unread (lib/pq still drains them from the connection).
-func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int) (out []intakeRow, cut bool, err error) {
-	query, args := intakeSQL, []any{horizon, stand.tsregArg(), stand.id, limit, pq.Array(excluded)}
+func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) (out []intakeRow, cut bool, err error) {
+	query, args := intakeSQL, []any{horizon, stand.tsregArg(), stand.id, limit, pq.Array(recheck), pq.Array(excluded)}
 	if handeling.IsDefaultExcluded(excluded) {
-		query, args = intakeDefaultSQL, args[:4]
+		query, args = intakeDefaultSQL, args[:5]
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -187,7 +188,7 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 	return out, false, nil
 }
 
-// intakeSQL is readIntake's query for any exclusion list ($5). It is not prepared (roundSQL):
+// intakeSQL is readIntake's query for any exclusion list ($6). It is not prepared (roundSQL):
 // lib/pq has it planned with its parameters on every call, so the planner can prove from the
 // list whether admhnd_te_leveren_zonder_iv_idx applies.
 //
@@ -197,7 +198,7 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 // recorded in publicatie_nakomer are looked up the same way: joined, with statistics taken
 // while nothing was open, they were found by reading every open handeling (48 ms per round
 // with 200,000 open; TestRoundFindsRowsByID).
-var intakeSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedSQL("$5"))
+var intakeSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedSQL("$6"))
 
 // intakeDefaultSQL is intakeSQL for the default exclusion, with that soort written in
 // (handeling.NotExcludedDefaultSQL): the index's own predicate, so that also the generic plan
@@ -205,9 +206,18 @@ var intakeSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedSQL("$5"))
 // instead: measured). It is a constant, never input.
 var intakeDefaultSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedDefaultSQL)
 
+// The records of publicatie_nakomer are deleted skipping rows another transaction holds (a
+// trigger recording a handeling already recorded updates its row until it commits): such a
+// record stays for a later round, and the round never waits for bijhouding or a consumer. $5
+// are the handelingen the previous round could not mark (openWork.recheck), looked up the same
+// way.
 var intakeTemplate = `
 		with n as (
-			delete from publicatie_nakomer returning admhnd_id
+			delete from publicatie_nakomer
+			where admhnd_id in (select admhnd_id from publicatie_nakomer for update skip locked)
+			returning admhnd_id
+		), m as (
+			select admhnd_id from n union select unnest($5::bigint[])
 		), c as (
 			select id, tsreg from admhnd
 			where statuslev is null and %[1]s and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)
@@ -219,8 +229,8 @@ var intakeTemplate = `
 			       coalesce(max(id) filter (where tsreg = (select max(tsreg) from c)), $3::bigint) as id
 			from c
 		), l as (
-			select a.id, a.tsreg from (select distinct admhnd_id from n) n cross join lateral (
-				select id, tsreg, statuslev, soort from admhnd where id = n.admhnd_id offset 0) a, s
+			select a.id, a.tsreg from m cross join lateral (
+				select id, tsreg, statuslev, soort from admhnd where id = m.admhnd_id offset 0) a, s
 			where a.statuslev is null and %[1]s and (a.tsreg, a.id) <= (s.tsreg, s.id)
 			  and ` + handeling.TsregAcceptedOn("a.tsreg") + `
 		), cl as (

@@ -97,8 +97,8 @@ func TestBijhoudingNeedsNoRightsOnTheServicesTables(t *testing.T) {
 		t.Fatalf("set back by hand: %v", err)
 	}
 	late = nil
-	if err := db.Select(&late, `select admhnd_id from publicatie_nakomer order by 1`); err != nil || !slices.Equal(late, []int64{1, 1, 2, 200}) {
-		t.Fatalf("recorded late, late persons and set back: %v (%v), want [1 1 2 200]", late, err)
+	if err := db.Select(&late, `select admhnd_id from publicatie_nakomer order by 1`); err != nil || !slices.Equal(late, []int64{1, 2, 200}) {
+		t.Fatalf("recorded late, late persons and set back: %v (%v), want [1 2 200] (1 recorded late, then for its persons)", late, err)
 	}
 }
 

@@ -19,10 +19,14 @@
 -- * Persons added to another transaction's handeling are recorded the same way; the
 --   handeling's row is held (key share, as the foreign key does) until the commit, so that a
 --   consumer delivering it either sees the persons or is seen to have delivered it, which is
---   reported (publicatie_ingehaald, door_id null).
+--   reported (publicatie_laat_personen).
 -- * Only while the publisher sleeps (publicatie_toestand.slaapt: nothing in levering, nothing
 --   new) does a registration, or a handeling set back to be delivered, wake it with a
 --   notification; while it works it looks for new work itself. Deliveries notify no more.
+--
+-- The release before keeps running on this schema (docs/operations.md, Upgrade): it finds
+-- what it reads where it read it, but it is no longer woken by deliveries (a person's next
+-- handeling waits up to its DELAY until the new publisher leads).
 
 create table if not exists publicatie_toestand (
     enig   boolean     primary key default true check (enig),
@@ -38,21 +42,28 @@ create table if not exists publicatie_toestand (
 insert into publicatie_toestand default values on conflict do nothing;
 
 alter table publicatie_nakomer add column if not exists voorsprong interval null;
--- A record is an event, not a state: the same handeling may be recorded again while the leader
--- deletes what it read. With a key, a trigger's "on conflict do nothing" met a committed row
--- the leader was deleting and recorded nothing (persons added late went unseen); an update of
--- that row instead would make the leader's delete wait for bijhouding's commit. Without a key
--- every record is its own row, and the leader reads each distinct id once.
-alter table publicatie_nakomer drop constraint if exists publicatie_nakomer_pkey;
-alter table publicatie_ingehaald alter column door_id drop not null;
+
+-- Persons added to a handeling after it was delivered, for the leader to report. (Not
+-- publicatie_ingehaald: the release before reads that table's door_id as never null.)
+create table if not exists publicatie_laat_personen (
+    admhnd_id bigint      not null,
+    tsrec     timestamptz not null default now()
+);
 
 -- The advisory lock of 0009 is gone: nothing takes it any more. Deliveries notify no more.
 drop trigger if exists admhnd_notify_status on admhnd;
 
+-- A record is an event: the same handeling may be recorded again while the leader deletes
+-- what it read. So a record of a handeling already recorded updates that row, rather than
+-- doing nothing ("on conflict do nothing" met a committed row the leader was about to delete,
+-- and the later event was lost: persons added late went unseen); the leader deletes with
+-- "skip locked", so a row an open transaction updated stays for a later round, never waited
+-- for.
 create or replace function publicatie_nakomer_teruggezet() returns trigger
     language plpgsql security definer set search_path from current as $$
 begin
-    insert into publicatie_nakomer (admhnd_id) values (new.id);
+    insert into publicatie_nakomer (admhnd_id) values (new.id)
+    on conflict (admhnd_id) do update set voorsprong = null;
     if (select slaapt from publicatie_toestand) is distinct from false then
         perform pg_notify('brp_levering', '');
     end if;
@@ -112,7 +123,9 @@ begin
     elsif publicatie_nakomer_ruimte(n) then
         insert into publicatie_nakomer (admhnd_id, voorsprong)
         select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end from nieuw
-        where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
+        where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31'
+        order by id
+        on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong;
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select tsreg, id from nieuw
@@ -144,8 +157,8 @@ begin
     where a.id in (select admhnd_id from nieuw) and not publicatie_own_row(a.xmin)
     order by a.id for key share;
     -- Read after the lock. Delivered without these persons: reported.
-    insert into publicatie_ingehaald (admhnd_id, persoon_id, door_id)
-    select distinct a.id, n.persoon_id, null::bigint from nieuw n join admhnd a on a.id = n.admhnd_id
+    insert into publicatie_laat_personen (admhnd_id)
+    select distinct a.id from nieuw n join admhnd a on a.id = n.admhnd_id
     where not publicatie_own_row(a.xmin) and a.statuslev::text = 'geleverd';
     -- Still to be delivered: the publisher's view may hold it with its old persons. (In
     -- levering: the consumer holds it back for its persons, which records it.)
@@ -156,7 +169,9 @@ begin
     elsif publicatie_nakomer_ruimte(aantal) then
         insert into publicatie_nakomer (admhnd_id)
         select distinct a.id from nieuw n join admhnd a on a.id = n.admhnd_id
-        where not publicatie_own_row(a.xmin) and a.statuslev is null;
+        where not publicatie_own_row(a.xmin) and a.statuslev is null
+        order by a.id
+        on conflict (admhnd_id) do update set voorsprong = null;
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select a.tsreg, a.id from nieuw n join admhnd a on a.id = n.admhnd_id
