@@ -47,9 +47,9 @@ type Config struct {
 	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
 	MaxInLevering int
 	// GroupSize is the most handelingen one publication carries: a ready handeling and the
-	// later ones of the same persons that travel with it (a group, issue 25), delivered by
-	// one consumer in one transaction in their order. 1 publishes every handeling alone, as
-	// CONTRACT.md section 3 says ("one message per handeling"). Default DefaultGroupSize.
+	// later ones of the same persons that travel with it (a group, CONTRACT.md section 3),
+	// delivered by one consumer in one transaction in their order. 1 publishes every
+	// handeling alone. Default DefaultGroupSize.
 	GroupSize int
 	// GroupBytes bounds a group's publication body (an estimate: 32 bytes a handeling, 20 a
 	// person); a group's first handeling goes whatever its size. Default DefaultGroupBytes.
@@ -120,11 +120,11 @@ const DefaultViewSize = 100_000
 // heap is about twice its live data (GOGC).
 const DefaultViewBytes = 32 << 20
 
-// DefaultGroupSize is Config.GroupSize's default: 1, one handeling a publication, as the
-// contract says (CONTRACT.md section 3). Groups are turned on by setting it: 100 lets a
-// person's queue of 10,000 travel in 100 publications instead of 10,000 (docs/design.md,
-// Groups), once every consumer reads groups.
-const DefaultGroupSize = 1
+// DefaultGroupSize is Config.GroupSize's default: a person's queue of 10,000 travels in 100
+// publications instead of 10,000 (docs/design.md, Groups; measured in docs/performance.md).
+// Consumers of a release before groups deliver only a group's first handeling: upgrade them
+// first (docs/operations.md, Upgrade).
+const DefaultGroupSize = 100
 
 // DefaultGroupBytes is Config.GroupBytes's default: 64 KiB, far below what brokers accept
 // in a message, and a few thousand persons.

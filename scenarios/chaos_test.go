@@ -36,9 +36,8 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 	}
 	inserted := 1
 	pubBin, conBin := brptest.Build(t, "cmd/publicatie"), brptest.Build(t, "cmd/mutatielevering")
-	// With groups (issue 25; off by default): a person's queued handelingen travel together
-	// through every kill, restart and freeze below.
-	const groups = "BRP_LEVERING_ADMHNDPUBLICATIE_GROUPSIZE=100"
+	// With groups (the default): a person's queued handelingen travel together through every
+	// kill, restart and freeze below.
 	total, noPerson, excluded := 0, 0, 0
 	for _, h := range w.hs {
 		switch {
@@ -52,7 +51,7 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 	}
 
 	var mu sync.Mutex
-	publishers := []*brptest.Proc{w.publisherProc(t, "publicatie-1", pubBin, groups)}
+	publishers := []*brptest.Proc{w.publisherProc(t, "publicatie-1", pubBin)}
 	var consumers [4]*brptest.Proc
 	for i := range consumers {
 		consumers[i] = w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), conBin)
@@ -85,7 +84,7 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 			case publisherKills == 0 && delivered > total/2:
 				old := publishers[len(publishers)-1]
 				old.Kill()
-				publishers = append(publishers, w.publisherProc(t, fmt.Sprintf("publicatie-%d", len(publishers)+1), pubBin, groups))
+				publishers = append(publishers, w.publisherProc(t, fmt.Sprintf("publicatie-%d", len(publishers)+1), pubBin))
 				publisherKills++
 			default:
 				i := r.IntN(len(consumers))
