@@ -31,6 +31,7 @@ type openWork struct {
 	// leadSince is when the lead margin was last raised or lowered (or this leader began): it
 	// decays leadDecay later (lead.go).
 	leadSince time.Time
+	leadSeen  []leadSeen // the window learnLead reads
 	// recheck are the handelingen the last committed round could not mark (no longer to be
 	// delivered, or locked by another session): they left the view, and the next intake takes
 	// back those still to be delivered, before anything newer of their persons. Kept here, not
@@ -53,7 +54,7 @@ func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
 func (w *openWork) forEpoch(epoch int64) *view {
 	if w.view == nil || w.epoch != epoch {
 		if w.epoch != epoch {
-			w.leadSince = time.Time{}
+			w.leadSince, w.leadSeen = time.Time{}, nil
 		}
 		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap), epoch, time.Now()
 	}
@@ -127,11 +128,11 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 		w.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
 			slog.String("reason", handeling.FoutTsreg))
 	}
-	oldest, recordedLate, observed, err := readHerlees(ctx, q)
+	oldest, recordedLate, leads, err := readHerlees(ctx, q)
 	if err != nil {
 		return 0, false, err
 	}
-	if err := w.learnLead(ctx, q, lead, observed); err != nil {
+	if err := w.learnLead(ctx, q, lead, leads); err != nil {
 		return 0, false, err
 	}
 	if recordedLate {
@@ -159,6 +160,7 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 	}
 	w.m.taken.WithLabelValues("nakomer").Add(float64(late))
 	w.m.taken.WithLabelValues("intake").Add(float64(read))
+	w.tookIn(read + late)
 	if time.Since(w.lastSweep) >= SweepInterval {
 		w.lastSweep = time.Now()
 		if ok, err := w.sweep(ctx, q, v); err != nil || !ok {

@@ -54,13 +54,13 @@ type toestand struct {
 // and its look at pg_stat_activity.
 const LateWriterGrace = time.Second
 
-// horizonSQL computes the horizon and reads publicatie_toestand: the margin a transaction may
-// have read when its trigger ran is the one held for it, so a margin lowered at sinds still
-// counts, as vorige, for transactions begun before then.
+// horizonSQL computes the horizon and reads publicatie_toestand: a transaction begun before
+// sinds may have compared its leads with any margin in force since the last change, so the
+// highest of them (hoog) holds it back.
 var horizonSQL = `
-		select least(clock_timestamp(), o.start) - case when o.start < v.sinds then greatest(v.marge, v.vorige) else v.marge end,
+		select least(clock_timestamp(), o.start) - case when o.start < v.sinds then greatest(v.marge, v.hoog) else v.marge end,
 			extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8,
-			extract(epoch from case when o.start < v.sinds then greatest(v.marge, v.vorige) else v.marge end)::float8,
+			extract(epoch from case when o.start < v.sinds then greatest(v.marge, v.hoog) else v.marge end)::float8,
 			v.slaapt, coalesce(o.start < now(), false)
 		from (
 			select min(xact_start) as start from pg_stat_activity
@@ -70,7 +70,7 @@ var horizonSQL = `
 			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false)
 		) o cross join (
 			select coalesce(max(marge), '0') as marge, coalesce(max(grens), '0') as grens,
-				coalesce(max(vorige), '0') as vorige, coalesce(max(sinds), '-infinity') as sinds,
+				coalesce(max(hoog), '0') as hoog, coalesce(max(sinds), '-infinity') as sinds,
 				coalesce(bool_or(slaapt), true) as slaapt
 			from publicatie_toestand
 		) v`
@@ -289,23 +289,26 @@ var blockedSQL = `
 
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
 // false when it was empty): registered late by a transaction that registered many (migration
-// 0011), so the intake may have passed it. It also returns the largest lead of the
-// handelingen recorded in publicatie_nakomer by the registration trigger (0: none), to learn
-// the lead margin from before the intake empties that table.
-func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, lead time.Duration, err error) {
+// 0011), so the intake may have passed it. It also returns the leads of the handelingen the
+// registration trigger recorded in publicatie_nakomer (those within MaxLead), to learn the lead
+// margin from before the intake empties that table.
+func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, leads []time.Duration, err error) {
 	var tsreg sql.NullTime
 	var id sql.NullInt64
-	var secs float64
+	var secs pq.Float64Array
 	if err := q.QueryRowContext(ctx, herleesSQL).Scan(&tsreg, &id, &secs); err != nil {
-		return place{}, false, 0, fmt.Errorf("read publicatie_herlees: %w", err)
+		return place{}, false, nil, fmt.Errorf("read publicatie_herlees: %w", err)
 	}
-	return place{tsreg: tsreg.Time, id: id.Int64}, id.Valid, seconds(secs), nil
+	for _, s := range secs {
+		leads = append(leads, seconds(s))
+	}
+	return place{tsreg: tsreg.Time, id: id.Int64}, id.Valid, leads, nil
 }
 
 const herleesSQL = `
 		with d as (delete from publicatie_herlees returning tsreg, admhnd_id)
 		select o.tsreg, o.admhnd_id,
-			coalesce(extract(epoch from (select max(voorsprong) from publicatie_nakomer))::float8, 0)
+			coalesce((select array_agg(extract(epoch from voorsprong)::float8) from publicatie_nakomer where voorsprong is not null), '{}')
 		from (select 1) x left join lateral (select tsreg, admhnd_id from d order by tsreg, admhnd_id limit 1) o on true`
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what

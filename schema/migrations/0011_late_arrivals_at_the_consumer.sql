@@ -33,8 +33,13 @@ create table if not exists publicatie_toestand (
     -- the lead the publisher holds its horizon back by, and the largest lead it learns
     marge  interval    not null default '0',
     grens  interval    not null default '2 s',
-    -- the margin before the last lowering, still held for transactions begun before sinds
-    vorige interval    not null default '0',
+    -- until sinds, a minute after the margin last changed: the lowest and the highest margin
+    -- in force since then. A registration until then is recorded when its lead exceeds the
+    -- lowest (the publisher's stand may lie as far ahead as that one let it), and the horizon
+    -- holds a transaction begun before then back by the highest (it may have compared its
+    -- leads with that one).
+    laag   interval    not null default '0',
+    hoog   interval    not null default '0',
     sinds  timestamptz not null default '-infinity',
     -- the publisher waits for a notification (until then: none is sent)
     slaapt boolean     not null default true
@@ -115,6 +120,9 @@ begin
         if not laat then
             perform set_config('brp_levering.vroeg', '1', true);
         end if;
+    end if;
+    if now() < v.sinds then
+        v.marge := least(v.marge, v.laag);
     end if;
     select count(*) into n from nieuw
     where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
