@@ -33,10 +33,17 @@ type roundEnv struct {
 }
 
 // published waits for the messages of the last round (their handelingen add up to
-// len(e.last)) and returns each one's handelingen, in the order it carries them.
+// len(e.last)) and returns its groups: each message's handelingen that share persons, in the
+// order it carries them (a message bundles groups of different persons).
 func (e *roundEnv) published() [][]int64 {
 	e.t.Helper()
-	var out [][]int64
+	return groupsOf(e.messages())
+}
+
+// messages waits for the messages of the last round and returns each one's handelingen.
+func (e *roundEnv) messages() [][]Candidate {
+	e.t.Helper()
+	var out [][]Candidate
 	brptest.Eventually(e.t, 10*time.Second, func() error {
 		out = nil
 		n := 0
@@ -45,12 +52,12 @@ func (e *roundEnv) published() [][]int64 {
 			if err != nil {
 				return err
 			}
-			var ids []int64
+			var cs []Candidate
 			for _, mb := range p.Members() {
-				ids = append(ids, mb.ID)
+				cs = append(cs, Candidate{ID: mb.ID, Personen: mb.Personen})
 			}
-			out = append(out, ids)
-			n += len(ids)
+			out = append(out, cs)
+			n += len(cs)
 		}
 		if n < len(e.last) {
 			return fmt.Errorf("read %d of %d handelingen", n, len(e.last))
@@ -58,6 +65,17 @@ func (e *roundEnv) published() [][]int64 {
 		return nil
 	})
 	e.seen += len(out)
+	return out
+}
+
+// groupsOf splits messages into their groups (components: handelingen that share persons).
+func groupsOf(msgs [][]Candidate) [][]int64 {
+	var out [][]int64
+	for _, m := range msgs {
+		for _, g := range components(m) {
+			out = append(out, ids(g))
+		}
+	}
 	return out
 }
 
@@ -658,6 +676,34 @@ func TestRoundRefusesOddTsreg(t *testing.T) {
 	wantIDs(t, "next round", e.round(), 17) // 11 waits behind fout 1
 	if got := testutil.ToFloat64(e.pub.m.tsregFout); got != 5 {
 		t.Fatalf("brp_levering_publicatie_tsreg_fout_total %v, want 5 (once each)", got)
+	}
+}
+
+// A round's groups share no person, so they travel several to a publication (issue 33):
+// whole groups, oldest first, up to GroupSize handelingen and GroupBytes per message.
+func TestRoundBundlesGroups(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{GroupSize: 4})
+	e.insert(h(1, 1, 10), h(2, 2, 20), h(3, 3, 10), h(4, 4, 30), h(5, 5, 40), h(6, 6, 10), h(7, 7, 50), h(8, 8, 60))
+	wantIDs(t, "round", e.round(), 1, 3, 6, 2, 4, 5, 7, 8)
+	var got [][]int64
+	for _, m := range e.messages() {
+		got = append(got, ids(m))
+	}
+	// [1 3 6] is a group (person 10) and [2] fills its message; the next four are groups of one.
+	if !slices.EqualFunc(got, [][]int64{{1, 3, 6, 2}, {4, 5, 7, 8}}, slices.Equal) {
+		t.Fatalf("messages %v, want [[1 3 6 2] [4 5 7 8]]", got)
+	}
+	// A group that does not fit what is left of a message starts the next.
+	e.setStatus("geleverd", 1, 2, 3, 4, 5, 6, 7, 8)
+	e.insert(h(11, 11, 70), h(12, 12, 80), h(13, 13, 80), h(14, 14, 80), h(15, 15, 80), h(16, 16, 90))
+	wantIDs(t, "round", e.round(), 11, 12, 13, 14, 15, 16)
+	got = nil
+	for _, m := range e.messages() {
+		got = append(got, ids(m))
+	}
+	if !slices.EqualFunc(got, [][]int64{{11}, {12, 13, 14, 15}, {16}}, slices.Equal) {
+		t.Fatalf("messages %v, want [[11] [12 13 14 15] [16]]", got)
 	}
 }
 
