@@ -6,9 +6,10 @@ import "strings"
 // the table locks of the transaction in an order that a REINDEX cannot cross (issue 34).
 // written are the tables the transaction writes; admhnd_persoon is read by both.
 //
-// A REINDEX (not CONCURRENTLY; CREATE INDEX, and REINDEX SCHEMA or DATABASE alike) takes a
-// ShareLock on the table, then an AccessExclusiveLock on each of its indexes in turn, by oid,
-// and holds them all to its commit. Two orders deadlock with it:
+// A REINDEX (not CONCURRENTLY; REINDEX SCHEMA or DATABASE alike, a table per transaction)
+// takes a ShareLock on the table, then an AccessExclusiveLock on each of its indexes in turn,
+// by oid, and holds them all to its commit. (CREATE INDEX takes the ShareLock only: it blocks
+// the writers, and deadlocks with none.) Two orders deadlock with it:
 //
 //   - A transaction that reads a table (an AccessShareLock on it and on each index it reads,
 //     held to the end) and writes it later (a RowExclusiveLock): a REINDEX that took its
