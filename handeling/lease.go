@@ -15,11 +15,17 @@ type Lease struct {
 	Holder string `json:"holder"`
 	// Epoch grows by one on every takeover; a round commits only under the current one.
 	Epoch int64 `json:"epoch"`
-	// SecondsSinceActivity is the time since the cluster's last polling activity, -1 if never
-	// (no row, or the lease handed over). A follower takes over after the publisher's
-	// wartezeit (at least 10 s) of silence.
+	// SecondsSinceActivity is the time since the cluster's last polling activity: its holder's
+	// last renewal, or, while nobody holds it, the hand-over that freed it (HandedOver); -1 if
+	// there was none (no row, or a lease never held) or a release of an earlier version did not
+	// record it. A follower takes over after the publisher's wartezeit (at least 10 s) of
+	// silence, or at its next poll after a hand-over.
 	SecondsSinceActivity float64 `json:"seconds_since_activity"`
 }
+
+// HandedOver says that nobody holds the lease because its last holder handed it over (a clean
+// shutdown, or a leader that made no progress): it was held (an epoch) and has no holder now.
+func (l Lease) HandedOver() bool { return l.Holder == "" && l.Epoch > 0 }
 
 // RowQueryer runs a query that returns one row: a *sql.DB, *sqlx.DB or a transaction.
 type RowQueryer interface {

@@ -238,6 +238,9 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, carried map[int64][
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 
 	q := c.stmts.In(tx.Tx)
+	if _, err := q.ExecContext(ctx, batchLocksSQL); err != nil {
+		return nil, fmt.Errorf("lock tables: %w", err)
+	}
 	if _, err := q.ExecContext(ctx, lockSQL, pq.Array(ids)); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}

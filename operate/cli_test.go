@@ -39,7 +39,7 @@ func mustCLI(t *testing.T, c operate.CLI, args ...string) string {
 var (
 	stamp  = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
 	millis = regexp.MustCompile(`hh:mm:ss\.\d{3}`)
-	ages   = regexp.MustCompile(`(age|since|activity|p50|p99|ahead) \d+(ms|s|m\d\ds|h\d\dm|d\d\dh)\b`)
+	ages   = regexp.MustCompile(`(age|since|activity|p50|p99|ahead|handed over) \d+(ms|s|m\d\ds|h\d\dm|d\d\dh)\b`)
 )
 
 // masked replaces what depends on the clock and the time zone by placeholders of the same
@@ -120,7 +120,7 @@ in the future          0  tsreg over 5s ahead of the database clock
 
 delivery delay      no deliveries in the last 5 minutes
 oldest undelivered  none
-lease               nobody holds it (epoch 7, last activity AGE ago)
+lease               nobody holds it: handed over AGE ago at the end of epoch 7; the next publicatie to poll takes it
 
 blocked persons: 0
 

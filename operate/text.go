@@ -59,8 +59,13 @@ func writeStatus(w io.Writer, o Overview) {
 	}
 	l := o.Lease
 	switch {
+	case l.HandedOver() && l.SecondsSinceActivity >= 0:
+		fmt.Fprintf(w, "lease               nobody holds it: handed over %s ago at the end of epoch %d; the next publicatie to poll takes it\n",
+			FormatAge(l.SecondsSinceActivity), l.Epoch)
+	case l.HandedOver():
+		fmt.Fprintf(w, "lease               nobody holds it: handed over at the end of epoch %d (when was not recorded); the next publicatie to poll takes it\n", l.Epoch)
 	case l.Holder == "":
-		fmt.Fprintf(w, "lease               nobody holds it (epoch %d, last activity %s)\n", l.Epoch, ago(l.SecondsSinceActivity))
+		fmt.Fprintln(w, "lease               nobody holds it, nor ever did (epoch 0)")
 	default:
 		fmt.Fprintf(w, "lease               %s leads, epoch %d, last activity %s\n", clean(l.Holder), l.Epoch, ago(l.SecondsSinceActivity))
 	}

@@ -91,10 +91,14 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// release hands the lease over at once (clean shutdown): a follower need not wait wartezeit.
+// release hands the lease over at once (clean shutdown, or a yield): without a holder it is
+// free for a follower's next acquire, which need not wait wartezeit. The heartbeat records the
+// moment of the hand-over, the cluster's last activity until a follower takes over: what
+// operators see (publicatie status, the status page). It once went to '-infinity', and they
+// read "last activity never" after every clean handover.
 func (l *lease) release(ctx context.Context, epoch int64) error {
 	_, err := l.db.ExecContext(ctx, `
-		update publicatie_lease set holder = '', heartbeat = '-infinity'
+		update publicatie_lease set holder = '', heartbeat = now()
 		where cluster = $1 and holder = $2 and epoch = $3`, l.cluster, l.holder, epoch)
 	if err != nil {
 		return fmt.Errorf("lease: release: %w", err)

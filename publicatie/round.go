@@ -137,6 +137,9 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	if _, err := r.q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.Wartezeit.Milliseconds(), 10)); err != nil {
 		return r, dbErr(err)
 	}
+	if err := lockRoundTables(ctx, r.q); err != nil {
+		return r, dbErr(err)
+	}
 	horizon, st, err := readHorizon(ctx, r.q)
 	if err != nil {
 		return r, dbErr(err)

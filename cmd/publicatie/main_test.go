@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,5 +209,48 @@ func TestFutureHandelingThroughTheBinary(t *testing.T) {
 	out, err := cmd.Output()
 	if err != nil || !strings.Contains(string(out), "\nin the future          1  ") || !strings.Contains(string(out), "\nfirst in the future 1 GEBOORTE") {
 		t.Errorf("publicatie status (%v):\n%s", err, out)
+	}
+}
+
+// After a clean handover (SIGTERM) the lease says so, through the real binaries: publicatie
+// status shows nobody holding it, handed over a moment ago at the end of the stopped
+// publisher's epoch, not "last activity never"; the next publicatie takes it at once, and then
+// it shows that one leading.
+func TestCleanHandoverShownByStatus(t *testing.T) {
+	_, dbURL := brptest.DB(t)
+	bin := brptest.Build(t, "cmd/publicatie")
+	q := brptest.NewQueues(t)
+	status := func() string {
+		t.Helper()
+		cmd := exec.Command(bin, "status")
+		cmd.Env = rig.Environ("BRP_DATABASE_URL=" + dbURL)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("publicatie status: %v\n%s", err, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "lease ") {
+				return l
+			}
+		}
+		t.Fatalf("publicatie status without a lease line:\n%s", out)
+		return ""
+	}
+	a := brptest.Start(t, "publicatie-a", bin, brptest.Env(dbURL, q)...)
+	a.WaitLeader(30 * time.Second)
+	a.Signal(syscall.SIGTERM)
+	if code, err := a.Wait(15 * time.Second); err != nil || code != 0 {
+		t.Fatalf("after SIGTERM: exit %d, %v", code, err)
+	}
+	handedOver := regexp.MustCompile(`^lease +nobody holds it: handed over (\d+ms|\d+s) ago at the end of epoch 1; the next publicatie to poll takes it$`)
+	if l := status(); !handedOver.MatchString(l) {
+		t.Errorf("after a clean handover: %q", l)
+	}
+	b := brptest.Start(t, "publicatie-b", bin, brptest.Env(dbURL, q)...)
+	b.WaitLeader(30 * time.Second)
+	instance := fmt.Sprint(b.WaitLog("became leader", 5*time.Second)["instance"])
+	leads := regexp.MustCompile(`^lease +` + regexp.QuoteMeta(instance) + ` leads, epoch 2, last activity (\d+ms|\d+s) ago$`)
+	if l := status(); !leads.MatchString(l) {
+		t.Errorf("after the next publicatie (%s) took over: %q", instance, l)
 	}
 }

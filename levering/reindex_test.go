@@ -1,0 +1,108 @@
+package levering_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brp/levering/broker"
+	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/levering"
+)
+
+// Batches beside REINDEX of the tables they read and write (issue 34): a batch read admhnd
+// (its row locks take only a RowShareLock) and wrote it later, so a REINDEX that took its
+// ShareLock in between waited for an index the batch held while the batch waited for the
+// ShareLock: "deadlock detected", a batch retried as if the database were away, or the
+// REINDEX failed. With the table locks taken first (batchLocksSQL) the two wait for each
+// other as a whole. Checked from both sides: no REINDEX ends in a deadlock, and the consumer
+// never took the database for unavailable.
+func TestBatchesBesideReindex(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, levering.Config{Batch: 10})
+	ctx := context.Background()
+	// Delivered handelingen, so that each index takes some milliseconds to build.
+	bed := load.Generate(load.Spec{N: 20_000, Personen: 2_000, Multi: 0.3, FirstID: 1_000_000})
+	if err := load.Insert(ctx, e.db, bed); err != nil {
+		t.Fatal(err)
+	}
+	e.db.MustExec(`update admhnd set statuslev = 'geleverd', tslev = now()`)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var reindexErrs []string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// After REINDEX INDEX CONCURRENTLY of admhnd_persoon's key that index has the highest
+		// oid, so REINDEX TABLE takes the other one first: the order of batchLocksSQL's
+		// planned read of admhnd_persoon.
+		forms := []string{`reindex table admhnd`, `reindex index admhnd_in_levering_idx`, `reindex table admhnd_persoon`,
+			`reindex index concurrently admhnd_persoon_pkey`, `reindex table admhnd_persoon`, `reindex table concurrently admhnd`}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if _, err := e.db.Exec(forms[i%len(forms)]); err != nil {
+				mu.Lock()
+				reindexErrs = append(reindexErrs, fmt.Sprintf("%s: %v", forms[i%len(forms)], err))
+				mu.Unlock()
+			}
+		}
+	}()
+
+	const waves, per = 20, 30
+	for w := range waves {
+		hs := make([]load.Handeling, per)
+		msgs := make([]broker.Message, per)
+		for i := range hs {
+			id := int64(w*per + i + 1)
+			p := 100_000 + id // a person of its own, none of the bed's: nothing holds it back
+			hs[i] = load.Handeling{ID: id, Personen: []int64{p}}
+			msgs[i] = publication(id, p)
+		}
+		insert(t, e.db, "in_levering", hs...)
+		brptest.Publish(t, e.q.Publicatie, msgs...)
+		time.Sleep(150 * time.Millisecond)
+	}
+	brptest.Eventually(t, 60*time.Second, func() error {
+		if got := e.c.Counts().Delivered; got != waves*per {
+			return fmt.Errorf("delivered %d of %d", got, waves*per)
+		}
+		return nil
+	})
+	close(stop)
+	wg.Wait()
+	for _, s := range reindexErrs {
+		t.Errorf("REINDEX failed: %s", s)
+	}
+	if n := reconnects(t, e, "database"); n != 0 {
+		t.Errorf("the consumer found the database unavailable %v times (a batch ended in a deadlock?)", n)
+	}
+}
+
+// reconnects reads brp_levering_reconnects_total{dependency}.
+func reconnects(t *testing.T, e *env, dependency string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "brp_levering_reconnects_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == dependency {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
