@@ -121,6 +121,12 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 			return c.record(ctx, res, byID, send, b)
 		case errors.Is(err, errBroker), ctx.Err() != nil:
 			return err
+		case dbsession.IsDeadlock(err):
+			// The database broke a cycle of lock waits (DDL beside: locks.go) by ending this
+			// batch's transaction: no outage, run it again at once.
+			c.log.Warn("batch ended by a deadlock with another session's locks; running it again",
+				slog.Any("error", err), slog.String("detail", dbsession.DeadlockDetail(err)))
+			continue
 		case dbsession.IsLockTimeout(err):
 			// Another session holds some of these rows: a consumer with a copy of the same
 			// publications, or one that froze inside its transaction until the database ends

@@ -2,10 +2,7 @@ package publicatie
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/lib/pq"
 
 	"github.com/brp/levering/handeling"
 )
@@ -35,21 +32,4 @@ func lockRoundTables(ctx context.Context, q querier) error {
 		return fmt.Errorf("lock the round's tables (a REINDEX, CREATE INDEX or VACUUM FULL of one of them holds them until it ends): %w", err)
 	}
 	return nil
-}
-
-// isDeadlock reports whether err is PostgreSQL's deadlock_detected (40P01): the database ended
-// the round's transaction to break a cycle of lock waits with another session.
-func isDeadlock(err error) bool {
-	var pe *pq.Error
-	return errors.As(err, &pe) && pe.Code == "40P01"
-}
-
-// deadlockDetail is PostgreSQL's account of a deadlock: which processes waited for which lock
-// (relations by oid, transactions by id; no data).
-func deadlockDetail(err error) string {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		return pe.Detail
-	}
-	return ""
 }

@@ -156,14 +156,14 @@ func (p *Publisher) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil && isDeadlock(err):
+		case err != nil && dbsession.IsDeadlock(err):
 			// The database broke a cycle of lock waits by ending this round: the other session
 			// (an operator's transaction, DDL) goes on, and the round can run again at once.
 			// No outage: nothing is counted as one, and the detection itself took
 			// deadlock_timeout, so this never spins. Rounds take their locks in an order a
 			// REINDEX cannot cross (locks.go).
 			p.log.Warn("publication round ended by a deadlock with another session's locks; running it again",
-				slog.Any("error", err), slog.String("detail", deadlockDetail(err)))
+				slog.Any("error", err), slog.String("detail", dbsession.DeadlockDetail(err)))
 			continue
 		case err != nil:
 			if failing == nil {

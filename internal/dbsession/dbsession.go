@@ -173,6 +173,24 @@ func IsLockTimeout(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
+// IsDeadlock reports whether err is PostgreSQL's deadlock_detected (40P01): the database ended
+// the transaction to break a cycle of lock waits with another session. It can run again at
+// once: the detection itself took deadlock_timeout, so a retry never spins.
+func IsDeadlock(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
+// DeadlockDetail is PostgreSQL's account of a deadlock: which processes waited for which lock
+// (relations by oid, transactions by id; no data).
+func DeadlockDetail(err error) string {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		return pe.Detail
+	}
+	return ""
+}
+
 // Holder is a session with an open transaction that holds row locks on a table.
 type Holder struct {
 	PID         int
