@@ -85,7 +85,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 // round found something, without waiting for a notification: deliveries notify no more, and
 // while the leader works registrations do not either (migration 0011: a notifying commit holds
 // a lock every other notifying commit of the database waits for).
-const busyPoll = 10 * time.Millisecond
+const busyPoll = 5 * time.Millisecond
 
 // sleeping keeps publicatie_toestand.slaapt, in the round's transaction: false while the leader
 // works (nothing in levering, nothing new: it may sleep), so that registrations do not notify;
