@@ -156,47 +156,9 @@ func (a *amqNode) start(ctx context.Context, slave bool) (int64, error) {
 	if err != nil {
 		return 0, errors.New("java not found")
 	}
-	tmp, lib := filepath.Join(a.base, "tmp"), filepath.Join(a.base, "lib")
-	for _, d := range []string{a.conf(), a.dataDir(), tmp, lib} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return 0, err
-		}
-	}
-	if err := a.writeConf(); err != nil {
+	if err := a.prepare(); err != nil {
 		return 0, err
 	}
-	// lib is on the broker's extension classpath: XStream and Jettison (the Debian package
-	// leaves them out) for STOMP's jms-map-json and jms-map-xml.
-	for _, jar := range []string{"xstream", "jettison"} {
-		if src := "/usr/share/java/" + jar + ".jar"; exists(src) {
-			dst := filepath.Join(lib, jar+".jar")
-			_ = os.Remove(dst)
-			if err := os.Symlink(src, dst); err != nil {
-				return 0, err
-			}
-		}
-	}
-	kahadb := a.kahadb
-	if kahadb == "" {
-		kahadb = filepath.Join(a.dataDir(), "kahadb")
-	}
-	home := a.s.cfg.ActiveMQHome
-	args := []string{"-Xms64m", "-Xmx512m", "-Djava.awt.headless=true", "-Djava.io.tmpdir=" + tmp,
-		"-Dactivemq.home=" + home, "-Dactivemq.base=" + a.base, "-Dactivemq.conf=" + a.conf(),
-		"-Dactivemq.data=" + a.dataDir(), "-Dactivemq.classpath=" + a.conf(),
-		"-Dlog4j.configuration=file:" + filepath.Join(a.conf(), "log4j.properties"),
-		"-Dbrp.stomp.port=" + strconv.Itoa(a.port), "-Dbrp.kahadb.dir=" + kahadb, "-Dbrp.broker.name=" + a.name,
-		"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-		"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
-		"--add-opens=java.base/java.net=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-		"--add-opens=java.naming/javax.naming=ALL-UNNAMED", "--add-opens=java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED"}
-	if a.openwire != 0 {
-		args = append(args, "-Dbrp.openwire.port="+strconv.Itoa(a.openwire))
-	}
-	if a.peer != 0 {
-		args = append(args, "-Dbrp.peer.openwire.port="+strconv.Itoa(a.peer))
-	}
-	args = append(args, "-jar", filepath.Join(home, "bin", "activemq.jar"), "start", "xbean:file:"+filepath.Join(a.conf(), "activemq.xml"))
 	role, ow := "", ""
 	if slave {
 		role = " as slave"
@@ -206,7 +168,7 @@ func (a *amqNode) start(ctx context.Context, slave bool) (int64, error) {
 	}
 	a.s.logf("activemq: starting %s, stomp 127.0.0.1:%d%s%s (log: %s)", a.name, a.port, ow, role, a.logPath())
 	from := size(a.logPath())
-	pid, err := daemon(a.base, a.outPath(), os.Environ(), java, args...)
+	pid, err := daemon(a.base, a.outPath(), os.Environ(), java, a.javaArgs()...)
 	if err != nil {
 		return 0, err
 	}
@@ -226,6 +188,59 @@ func (a *amqNode) start(ctx context.Context, slave bool) (int64, error) {
 	}
 	a.s.logf("activemq: ready (pid %d), stomp 127.0.0.1:%d", pid, a.port)
 	return from, nil
+}
+
+// prepare makes the node's directories and writes its configuration.
+func (a *amqNode) prepare() error {
+	lib := filepath.Join(a.base, "lib")
+	for _, d := range []string{a.conf(), a.dataDir(), a.tmp(), lib} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := a.writeConf(); err != nil {
+		return err
+	}
+	// lib is on the broker's extension classpath: XStream and Jettison (the Debian package
+	// leaves them out) for STOMP's jms-map-json and jms-map-xml.
+	for _, jar := range []string{"xstream", "jettison"} {
+		if src := "/usr/share/java/" + jar + ".jar"; exists(src) {
+			dst := filepath.Join(lib, jar+".jar")
+			_ = os.Remove(dst)
+			if err := os.Symlink(src, dst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (a *amqNode) tmp() string { return filepath.Join(a.base, "tmp") }
+
+// javaArgs is the broker's JVM command line: the ports, store and name that activemq.xml
+// reads as brp.* properties.
+func (a *amqNode) javaArgs() []string {
+	kahadb := a.kahadb
+	if kahadb == "" {
+		kahadb = filepath.Join(a.dataDir(), "kahadb")
+	}
+	home := a.s.cfg.ActiveMQHome
+	args := []string{"-Xms64m", "-Xmx512m", "-Djava.awt.headless=true", "-Djava.io.tmpdir=" + a.tmp(),
+		"-Dactivemq.home=" + home, "-Dactivemq.base=" + a.base, "-Dactivemq.conf=" + a.conf(),
+		"-Dactivemq.data=" + a.dataDir(), "-Dactivemq.classpath=" + a.conf(),
+		"-Dlog4j.configuration=file:" + filepath.Join(a.conf(), "log4j.properties"),
+		"-Dbrp.stomp.port=" + strconv.Itoa(a.port), "-Dbrp.kahadb.dir=" + kahadb, "-Dbrp.broker.name=" + a.name,
+		"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+		"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
+		"--add-opens=java.base/java.net=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+		"--add-opens=java.naming/javax.naming=ALL-UNNAMED", "--add-opens=java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED"}
+	if a.openwire != 0 {
+		args = append(args, "-Dbrp.openwire.port="+strconv.Itoa(a.openwire))
+	}
+	if a.peer != 0 {
+		args = append(args, "-Dbrp.peer.openwire.port="+strconv.Itoa(a.peer))
+	}
+	return append(args, "-jar", filepath.Join(home, "bin", "activemq.jar"), "start", "xbean:file:"+filepath.Join(a.conf(), "activemq.xml"))
 }
 
 func (a *amqNode) stop(ctx context.Context, quiet bool) error {

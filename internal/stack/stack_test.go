@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,9 +67,53 @@ func TestActiveMQConfiguration(t *testing.T) {
 	}
 }
 
+// An unknown command is ErrUsage and touches nothing (no lock file, no install).
 func TestUnknownCommand(t *testing.T) {
-	err := Run(context.Background(), Config{RunDir: t.TempDir()}, "frobnicate", nil)
-	if !errors.Is(err, ErrUsage) {
-		t.Errorf("Run(frobnicate) = %v, want ErrUsage", err)
+	dir := filepath.Join(t.TempDir(), "run")
+	for _, name := range []string{"frobnicate", "", "help", "status"} {
+		err := Run(context.Background(), Config{RunDir: dir}, name, nil)
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), strconv.Quote(name)) {
+			t.Errorf("Run(%q) = %v, want ErrUsage naming it", name, err)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an unknown command made the run directory: %v", err)
+	}
+}
+
+// The help lists every command Run knows, each once with its line, in the table's order.
+func TestUsageListsEveryCommand(t *testing.T) {
+	var b strings.Builder
+	if err := Usage(&b); err != nil {
+		t.Fatal(err)
+	}
+	last := 0
+	for _, c := range commands {
+		re := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c.name) + ` +` + regexp.QuoteMeta(c.help) + `$`)
+		loc := re.FindAllStringIndex(b.String(), -1)
+		if len(loc) != 1 {
+			t.Errorf("help lists %s %d times:\n%s", c.name, len(loc), b.String())
+			continue
+		}
+		if loc[0][0] < last {
+			t.Errorf("help lists %s out of order", c.name)
+		}
+		last = loc[0][0]
+	}
+}
+
+// env only reads: it prints the shared services' addresses without a lock or an install.
+func TestEnv(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	var b strings.Builder
+	if err := Run(context.Background(), Config{RunDir: dir, PGPort: 55999}, "env", &b); err != nil {
+		t.Fatal(err)
+	}
+	want := "export BRP_DATABASE_URL='postgres://postgres@127.0.0.1:55999/brp?sslmode=disable'\nexport BRP_STOMP_ADDR='127.0.0.1:61613'\n"
+	if b.String() != want {
+		t.Errorf("env printed %q, want %q", b.String(), want)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("env made the run directory: %v", err)
 	}
 }
