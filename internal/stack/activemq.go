@@ -12,15 +12,31 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"text/template"
 	"time"
 )
 
-// The broker configuration: activemq.xml with, for a broker with a peer, the network
-// connector and its OpenWire listener inserted at the brp:network-* comments, or only the
-// OpenWire listener for a broker with an OpenWire port.
+// The broker configuration: activemq.xml, a text/template that every broker of the project
+// is rendered from (amqConf), and log4j.properties.
 //
 //go:embed activemq/*
 var activemqConf embed.FS
+
+var activemqXML = template.Must(template.New("activemq.xml").Option("missingkey=error").ParseFS(activemqConf, "activemq/activemq.xml"))
+
+// amqConf is what activemq.xml's template reads: which of the variants it describes says.
+type amqConf struct {
+	Deploy, Network, OpenWire bool
+}
+
+// renderConf renders activemq.xml for c.
+func renderConf(c amqConf) ([]byte, error) {
+	var b bytes.Buffer
+	if err := activemqXML.Execute(&b, c); err != nil {
+		return nil, fmt.Errorf("activemq.xml: %w", err)
+	}
+	return b.Bytes(), nil
+}
 
 const (
 	amqWait = 60 * time.Second
@@ -104,36 +120,20 @@ func (a *amqNode) wait(ctx context.Context, pid int, what string, check func() b
 
 func (a *amqNode) answers() bool { return stompPing(a.port, "localhost", "", "") }
 
-// writeConf writes the broker configuration from the embedded files.
+// writeConf writes the broker configuration for this node.
 func (a *amqNode) writeConf() error {
-	read := func(name string) []byte {
-		b, err := activemqConf.ReadFile("activemq/" + name)
-		if err != nil {
-			panic(err) // embedded: present
-		}
-		return b
-	}
-	xml := read("activemq.xml")
-	insert := func(marker string, file string) {
-		m := []byte("<!-- " + marker + " -->")
-		i := bytes.Index(xml, m)
-		j := i + bytes.IndexByte(xml[i:], '\n') + 1
-		xml = slices.Concat(xml[:j], read(file), xml[j:])
-	}
-	if a.peer != 0 {
-		// Advisories tell a bridge about the peer's consumers; a queue's duplicate audit would
-		// drop the messages a bridge sends back (replayWhenNoConsumers).
-		insert("brp:network-connectors", "network-connectors.xml")
-		xml = bytes.ReplaceAll(xml, []byte(`advisorySupport="false"`), []byte(`advisorySupport="true"`))
-		xml = bytes.ReplaceAll(xml, []byte(`enableAudit="true"`), []byte(`enableAudit="false"`))
-	}
-	if a.peer != 0 || a.openwire != 0 {
-		insert("brp:network-openwire", "network-openwire.xml")
+	xml, err := renderConf(amqConf{Network: a.peer != 0, OpenWire: a.openwire != 0})
+	if err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(a.conf(), "activemq.xml"), xml, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(a.conf(), "log4j.properties"), read("log4j.properties"), 0o644)
+	log4j, err := activemqConf.ReadFile("activemq/log4j.properties")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(a.conf(), "log4j.properties"), log4j, 0o644)
 }
 
 // start starts the broker and waits until it answers STOMP or, as the slave of a pair, until

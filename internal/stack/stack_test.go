@@ -2,7 +2,10 @@ package stack
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,6 +57,9 @@ func TestActiveMQConfiguration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := wellFormed(b); err != nil {
+			t.Errorf("%s: activemq.xml: %v", c.node.base, err)
+		}
 		for _, w := range c.want {
 			if !strings.Contains(string(b), w) {
 				t.Errorf("%s: no %s", c.node.base, w)
@@ -68,6 +74,44 @@ func TestActiveMQConfiguration(t *testing.T) {
 }
 
 // An unknown command is ErrUsage and touches nothing (no lock file, no install).
+var update = flag.Bool("update", false, "write deploy/activemq/activemq.xml again")
+
+// compose.yaml's broker runs the configuration the tests run, rendered with the differences
+// activemq.xml's template declares under .Deploy; -update renders it again.
+func TestDeployConfiguration(t *testing.T) {
+	got, err := renderConf(amqConf{Deploy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "../../deploy/activemq/activemq.xml"
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wellFormed(got); err != nil {
+		t.Errorf("the deploy configuration: %v", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s is not what internal/stack/activemq/activemq.xml renders to (go test ./internal/stack -run TestDeployConfiguration -update writes it again)", path)
+	}
+	for _, w := range []string{"simpleAuthenticationPlugin", `stomp://0.0.0.0:61613?`, "transport.tcpNoDelay=true", `import resource="jetty.xml"`,
+		`${activemq.data}/kahadb`, `sharedDeadLetterStrategy processExpired="true" processNonPersistent="true"`} {
+		if !strings.Contains(string(got), w) {
+			t.Errorf("the deploy configuration has no %s", w)
+		}
+	}
+	for _, w := range []string{"${brp.", "networkConnector", "{{"} {
+		if strings.Contains(string(got), w) {
+			t.Errorf("the deploy configuration has %s", w)
+		}
+	}
+}
+
 func TestUnknownCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	for _, name := range []string{"frobnicate", "", "help", "status"} {
@@ -115,5 +159,19 @@ func TestEnv(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("env made the run directory: %v", err)
+	}
+}
+
+// wellFormed reports whether b is well-formed XML.
+func wellFormed(b []byte) error {
+	d := xml.NewDecoder(strings.NewReader(string(b)))
+	for {
+		_, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
