@@ -20,6 +20,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/load"
@@ -50,10 +51,11 @@ func main() {
 
 func run(ctx context.Context, o options, out io.Writer) error {
 	var common setup.Common
-	if err := setup.Load(&common); err != nil {
+	var bcfg broker.Config
+	if err := setup.Load(&common, setup.BrokerVars(&bcfg)...); err != nil {
 		return err
 	}
-	bcfg, err := common.Broker()
+	bcfg, err := common.Broker(bcfg)
 	if err != nil {
 		return err
 	}

@@ -164,7 +164,7 @@ func TestSchemaCheckAndMigrateStatus(t *testing.T) {
 
 // Every numeric setting has an upper bound (a max tag, checked at start).
 func TestEveryNumericSettingHasABound(t *testing.T) {
-	if u := setup.Unbounded(newConfig(&publicatie.Config{})); len(u) > 0 {
+	if u := setup.Unbounded(&config{}, vars(&publicatie.Config{})...); len(u) > 0 {
 		t.Errorf("numeric settings without a max tag: %v", u)
 	}
 }

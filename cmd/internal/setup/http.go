@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
 )
 
@@ -74,6 +76,31 @@ func (e serverErrors) Write(p []byte) (int, error) {
 	}
 	e.log.Log(context.Background(), level, "http server error", slog.String(e.key, e.addr), slog.String("error", msg))
 	return len(p), nil
+}
+
+// BrokerCheck is a readiness check that dials the broker through d (at most every 2 s, within
+// 2 s; in between it repeats the last answer), for a process that holds a connection only
+// while it works (the publisher): readiness asks the broker itself. d is a Dialer of the
+// check's own, so that the nodes a check reaches do not move the process's.
+func BrokerCheck(d *broker.Dialer) func(context.Context) error {
+	var mu sync.Mutex
+	var last time.Time
+	var lastErr error
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < 2*time.Second {
+			return lastErr
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := d.Dial(ctx)
+		if err == nil {
+			c.Disconnect()
+		}
+		last, lastErr = time.Now(), err
+		return err
+	}
 }
 
 // Check is one readiness condition: nil means ready.
