@@ -94,14 +94,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := os.MkdirAll(o.logDir, 0o755); err != nil {
 		return err
 	}
-	env := rig.Environ(rig.Env(dbURL, bcfg, q, rig.Inherit("BRP_")...)...)
+	env := rig.Env(bcfg, dbURL, q, rig.Inherit("BRP_")...)
 	var procs []*rig.Proc
 	defer func() { stopAll(procs, out) }()
 	self, _ := os.Executable()
 	bin := filepath.Dir(self)
 	start := time.Now()
 	launch := func(name, command string) error {
-		p, err := rig.Start(rig.Cmd{Name: name, Bin: filepath.Join(bin, command), Env: env, LogFile: filepath.Join(o.logDir, name+".log")})
+		p, err := rig.Cmd{Name: name, Bin: filepath.Join(bin, command), Env: env, LogFile: filepath.Join(o.logDir, name+".log")}.Start()
 		if err != nil {
 			return fmt.Errorf("%w (build it with scripts/demo.sh)", err)
 		}

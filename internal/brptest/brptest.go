@@ -2,6 +2,10 @@
 // database per test, unique queues per test on the real broker, reading queues back, and
 // running the real commands (package rig, whose errors fail the test here). Tests need the
 // services of scripts/services.sh; they fail, not skip, when those are missing.
+//
+// Where brptest wraps a helper of rig it keeps rig's name and argument order, with t first
+// and a timeout in the place of rig's context; what rig has alone (Env, Environ) is used
+// from rig.
 package brptest
 
 import (
