@@ -52,6 +52,14 @@ func newTestElector(db *sqlx.DB, cluster, holder string, clock *testClock) *elec
 	}
 }
 
+// electors are instances a and b of cluster on a database of the test's own, on one clock.
+func electors(t *testing.T, cluster string) (db *sqlx.DB, clock *testClock, a, b *elector) {
+	t.Helper()
+	db, _ = brptest.DB(t)
+	clock = &testClock{t: t0}
+	return db, clock, newTestElector(db, cluster, "a", clock), newTestElector(db, cluster, "b", clock)
+}
+
 func mustAcquire(t *testing.T, e *elector) int64 {
 	t.Helper()
 	epoch, err := e.acquire(context.Background())
@@ -128,10 +136,8 @@ func TestElectorAcquireRace(t *testing.T) {
 // was silent for wartezeit); the new holder's fence passes, and the old leader's next check
 // turns it follower.
 func TestElectorFenceAfterTakeover(t *testing.T) {
-	db, _ := brptest.DB(t)
-	clock := &testClock{t: t0}
+	db, _, a, b := electors(t, "fence")
 	ctx := context.Background()
-	a, b := newTestElector(db, "fence", "a", clock), newTestElector(db, "fence", "b", clock)
 	ea := mustAcquire(t, a)
 	if ea == 0 {
 		t.Fatal("a did not take a free lease")
@@ -172,10 +178,8 @@ func TestElectorFenceAfterTakeover(t *testing.T) {
 // The fence's row lock makes a takeover wait: while a round's transaction holds it, another
 // instance cannot take the lease, even one whose holder looks silent.
 func TestElectorFenceHoldsOffATakeover(t *testing.T) {
-	db, _ := brptest.DB(t)
-	clock := &testClock{t: t0}
+	db, _, a, b := electors(t, "hold")
 	ctx := context.Background()
-	a, b := newTestElector(db, "hold", "a", clock), newTestElector(db, "hold", "b", clock)
 	ea := mustAcquire(t, a)
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -198,10 +202,8 @@ func TestElectorFenceHoldsOffATakeover(t *testing.T) {
 // free for a follower at once, and it does not take the lease back for wartezeit. A round
 // that succeeds in time keeps the lease.
 func TestElectorYieldsOnStall(t *testing.T) {
-	db, _ := brptest.DB(t)
-	clock := &testClock{t: t0}
+	_, clock, a, b := electors(t, "stall")
 	ctx := context.Background()
-	a, b := newTestElector(db, "stall", "a", clock), newTestElector(db, "stall", "b", clock)
 	ea := mustAcquire(t, a)
 
 	// Progress: a round that succeeds clears the stall, however long ago the last one began.
