@@ -234,10 +234,3 @@ func StopAll(timeout time.Duration, procs ...*Proc) error {
 	}
 	return errors.Join(errs...)
 }
-
-// KillAll kills every process that still runs (an interrupted or failed run).
-func KillAll(procs ...*Proc) {
-	for _, p := range procs {
-		p.Kill()
-	}
-}

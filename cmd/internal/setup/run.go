@@ -23,7 +23,7 @@ func HelpOrVersion(args []string, stdout io.Writer, command, usage string, tagge
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		return true, Usage(stdout, usage, tagged, vars...)
+		return true, writeUsage(stdout, usage, tagged, vars...)
 	case "--version", "version":
 		_, err := fmt.Fprintln(stdout, command, BuildInfo())
 		return true, err
@@ -62,9 +62,9 @@ type Start struct {
 // real handler goes in place (Mux: the database's and the service's checks) and the service
 // runs.
 func (s Start) Run(ctx context.Context, build func(ctx context.Context, db *sqlx.DB, reg *prometheus.Registry) (*Service, error)) error {
-	probe := &Starting{}
+	probe := &startingProbe{}
 	probe.Waiting("database")
-	if _, err := Serve(ctx, s.HTTPAddr, probe, s.Log); err != nil {
+	if _, err := serveProbe(ctx, s.HTTPAddr, probe, s.Log); err != nil {
 		return err
 	}
 	db, err := OpenDB(ctx, s.Common.DatabaseURL, s.Common.Session(s.Command), s.Log)
@@ -79,7 +79,7 @@ func (s Start) Run(ctx context.Context, build func(ctx context.Context, db *sqlx
 		return err
 	}
 	probe.Waiting("broker")
-	if err := CheckBroker(ctx, s.Broker, s.Log); err != nil {
+	if err := checkBroker(ctx, s.Broker, s.Log); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()

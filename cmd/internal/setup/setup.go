@@ -218,10 +218,10 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 	}
 }
 
-// CheckBroker connects to the broker once at start: a broker that refuses the login (or the
+// checkBroker connects to the broker once at start: a broker that refuses the login (or the
 // virtual host) is a setting that can never work, an ErrConfig naming the variables; a broker
 // that is not there yet is left to the command, which waits for it.
-func CheckBroker(ctx context.Context, cfg broker.Config, log *slog.Logger) error {
+func checkBroker(ctx context.Context, cfg broker.Config, log *slog.Logger) error {
 	d, err := broker.NewDialer(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: BRP_STOMP_ADDR: %v", ErrConfig, err)
@@ -269,11 +269,11 @@ func permanentDBError(err error) bool {
 }
 
 // Main is a command's main: it runs run under SIGINT and SIGTERM (they end its context) on
-// one thread (OneThread), prints its error, with no secret in it, as "command: error" on
+// one thread (oneThread), prints its error, with no secret in it, as "command: error" on
 // stderr, and exits with code(err).
 func Main(command string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error, code func(error) int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	OneThread()
+	oneThread()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -282,13 +282,13 @@ func Main(command string, run func(ctx context.Context, args []string, stdout, s
 	os.Exit(code(err))
 }
 
-// OneThread makes the Go runtime run Go code on one OS thread at a time, unless the
+// oneThread makes the Go runtime run Go code on one OS thread at a time, unless the
 // GOMAXPROCS environment variable says otherwise. Both commands mostly wait for the database
 // and the broker; with more threads every hand-over between goroutines (frame reader, worker,
 // writer) wakes another thread, and those wake-ups cost more CPU than the parallelism gains
 // (the benchmark, 4 consumer processes on 2 CPUs: about a fifth less CPU in the consumers and
 // 5% more throughput). mutatielevering scales out by running more processes.
-func OneThread() {
+func oneThread() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}

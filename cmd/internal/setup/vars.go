@@ -19,7 +19,7 @@ import (
 // owns (Common, Operate and its own) are fields of a struct with envconfig tags: the variable,
 // its default and its bound. The settings a package owns are Vars: each binds a variable to
 // the field of the package's Config it sets, so that the package keeps the default (a field
-// left zero) and the rules of its values (its Validate, named back by Explain). Load, Usage,
+// left zero) and the rules of its values (its Validate, named back by Explain). Load, writeUsage,
 // Explain and Unbounded read both forms.
 
 // Var is an environment variable that sets a field of a package's Config.
@@ -48,12 +48,12 @@ func (t *Text) Decode(v string) error { *t = Text(v); return nil }
 // broker owns.
 func BrokerVars(b *broker.Config) []Var {
 	return []Var{
-		{"BRP_STOMP_HEARTBEAT", (*HeartBeat)(&b.HeartBeat), "10m"},
+		{"BRP_STOMP_HEARTBEAT", (*heartBeat)(&b.HeartBeat), "10m"},
 		{"BRP_STOMP_TIMEOUT", (*Duration)(&b.OpTimeout), "10m"},
 	}
 }
 
-// variable is one variable of either form, as Load, Usage and the bounds see it.
+// variable is one variable of either form, as Load, writeUsage and the bounds see it.
 type variable struct {
 	name, def, max string
 	hasDef, hasMax bool
@@ -120,10 +120,10 @@ func Load(tagged any, vars ...Var) error {
 	return nil
 }
 
-// Usage writes what a command's --help says: its usage line, then every variable with its
-// default: a tagged field's from its tag, a Var's the value its field holds (give Usage vars
+// writeUsage writes what a command's --help says: its usage line, then every variable with its
+// default: a tagged field's from its tag, a Var's the value its field holds (give writeUsage vars
 // bound to a Config holding the package's defaults).
-func Usage(w io.Writer, usage string, tagged any, vars ...Var) error {
+func writeUsage(w io.Writer, usage string, tagged any, vars ...Var) error {
 	fmt.Fprintf(w, "%s\n\nSettings (environment variables; docs/operations.md, Configuration, says what each means):\n\n", usage)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range settings(tagged, vars) {
