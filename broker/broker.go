@@ -62,8 +62,8 @@ const DefaultOpTimeout = 30 * time.Second
 // the queue within 15 s.
 const DefaultHeartBeat = 5 * time.Second
 
-// ErrConfig is returned for an invalid Config.
-var ErrConfig = errors.New("broker: invalid config")
+// errConfig is returned for an invalid Config.
+var errConfig = errors.New("broker: invalid config")
 
 // WithDefaults returns c with every zero field set to its default, as NewDialer uses it.
 func (c Config) WithDefaults() Config {
@@ -82,10 +82,10 @@ func (c *Config) setDefaults() {
 
 func (c Config) validate() error {
 	if _, err := ParseAddrs(c.Addr); err != nil {
-		return fmt.Errorf("%w: Addr %q: %v", ErrConfig, c.Addr, err)
+		return fmt.Errorf("%w: Addr %q: %v", errConfig, c.Addr, err)
 	}
 	if c.OpTimeout < 0 || c.TCPUserTimeout < 0 {
-		return fmt.Errorf("%w: OpTimeout and TCPUserTimeout must not be negative", ErrConfig)
+		return fmt.Errorf("%w: OpTimeout and TCPUserTimeout must not be negative", errConfig)
 	}
 	return nil
 }

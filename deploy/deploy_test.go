@@ -21,6 +21,7 @@ import (
 
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 )
 
 const (
@@ -291,8 +292,8 @@ func TestRulesAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := brptest.NewQueues(t)
-	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), brptest.Env(dbURL, q)...)
-	con := brptest.Start(t, "mutatielevering", brptest.Build(t, "cmd/mutatielevering"), brptest.Env(dbURL, q)...)
+	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), rig.Env(brptest.Broker(), dbURL, q)...)
+	con := brptest.Start(t, "mutatielevering", brptest.Build(t, "cmd/mutatielevering"), rig.Env(brptest.Broker(), dbURL, q)...)
 	brptest.Eventually(t, 2*time.Minute, func() error {
 		if st := brptest.Statuses(t, db); st["geleverd"] != len(hs)-1 || st["fout"] != 1 {
 			return fmt.Errorf("statuses %v, want %d geleverd and 1 fout", st, len(hs)-1)

@@ -50,7 +50,7 @@ type FoutDetail struct {
 	Statuslev handeling.Status `json:"statuslev"`
 	// Audit is the handeling's operator actions, oldest first.
 	Audit []Action `json:"audit"`
-	// HeldBack lists (up to MaxHeldBack, oldest first) the later handelingen of its persons,
+	// HeldBack lists (up to maxHeldBack, oldest first) the later handelingen of its persons,
 	// soort not excluded and still to be delivered, that it holds back now: non-empty only
 	// while it is in fout, not released and the policy is strict.
 	HeldBack []Waiting `json:"held_back"`
@@ -61,14 +61,14 @@ type FoutDetail struct {
 	Overtaken int64 `json:"overtaken"`
 }
 
-// MaxHeldBack is the most held-back handelingen FoutDetail lists.
-const MaxHeldBack = 100
+// maxHeldBack is the most held-back handelingen FoutDetail lists.
+const maxHeldBack = 100
 
 // ListFout returns up to limit fout handelingen (released or not), newest (tsreg, id) first;
-// limit <= 0 means MaxFouten.
+// limit <= 0 means maxFouten.
 func ListFout(ctx context.Context, db *sqlx.DB, limit int) ([]Fout, error) {
 	if limit <= 0 {
-		limit = MaxFouten
+		limit = maxFouten
 	}
 	return listFout(ctx, db, limit)
 }
@@ -144,7 +144,7 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 	if d.Statuslev == handeling.Fout && d.Vrijgegeven == nil && cfg.FoutPolicy == handeling.Strict {
 		rows, err := tx.QueryContext(ctx, later+`
 			select id, soort, `+handeling.TsregShownOn("tsreg")+`, count(*) over () from later where statuslev is null
-			order by tsreg, id limit $4`, id, d.Tsreg, pq.Array(cfg.Excluded), MaxHeldBack)
+			order by tsreg, id limit $4`, id, d.Tsreg, pq.Array(cfg.Excluded), maxHeldBack)
 		if err != nil {
 			return d, fmt.Errorf("show %d: held back: %w", id, err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 )
 
 // chromium finds the browser; its absence fails the test (CI installs it).
@@ -81,7 +82,7 @@ func TestBrowserRendersStatusPage(t *testing.T) {
 	const reden = "afnemerindicatie ontbreekt voor persoon 770077"
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = $1 where id = 4242`, reden)
 	pki, ops := brptest.NewPKI(t, "operators CA"), brptest.NewOperators(t)
-	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), brptest.Env(dbURL, brptest.NewQueues(t), ops.Env(pki)...)...)
+	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), rig.Env(brptest.Broker(), dbURL, brptest.NewQueues(t), ops.Env(pki)...)...)
 	pub.WaitLeader(time.Minute)
 	addr := pub.OperateAddr()
 	authed := "https://" + url.UserPassword(ops.User, ops.Password).String() + "@" + addr

@@ -76,7 +76,7 @@ func (c CLI) fout(ctx context.Context, sub string, args []string, stdout io.Writ
 	name := "fout " + sub
 	switch sub {
 	case "list":
-		limit := MaxFouten
+		limit := maxFouten
 		if _, err := parseArgs(name, args, stdout, func(fs *flag.FlagSet) { fs.IntVar(&limit, "limit", limit, "most handelingen listed") }, 0); err != nil {
 			return ignoreHelp(err)
 		}

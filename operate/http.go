@@ -168,7 +168,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"tsp":   func(t *time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 	"tss":   func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 	"pct":   func(n, m int64) int64 { return max(2, n*100/max(m, 1)) },
-	"join":  func(ids []int64) string { return JoinIDs(ids, ", ") },
+	"join":  func(ids []int64) string { return joinIDs(ids, ", ") },
 	"int64": func(n int) int64 { return int64(n) },
 	"skew":  func() string { return FormatAge(handeling.FutureSkew.Seconds()) },
 	"since": func(now, t time.Time) string {
@@ -198,8 +198,8 @@ func formatNum(n int64) string {
 	return b.String()
 }
 
-// JoinIDs writes ids in decimal, separated by sep.
-func JoinIDs(ids []int64, sep string) string {
+// joinIDs writes ids in decimal, separated by sep.
+func joinIDs(ids []int64, sep string) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = strconv.FormatInt(id, 10)

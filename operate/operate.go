@@ -77,7 +77,7 @@ type Overview struct {
 	// oldest first; the last element is the minute up to GeneratedAt.
 	DeliveredPerMinute []int64 `json:"delivered_per_minute"`
 	// DeliveryDelay is registration to delivery (tslev - tsreg) of the handelingen delivered in
-	// the last DelayWindow; nil when none was.
+	// the last delayWindow; nil when none was.
 	DeliveryDelay *DeliveryDelay `json:"delivery_delay"`
 	// Fout counts handelingen in fout, released or not.
 	Fout int64 `json:"fout"`
@@ -96,12 +96,12 @@ type Overview struct {
 	// those not registered in the future (tsreg <= GeneratedAt), so its age is never
 	// negative; nil when there is none.
 	Oldest *Undelivered `json:"oldest_undelivered"`
-	// Blocked lists up to MaxBlocked persons that cannot receive a new handeling now and have at
+	// Blocked lists up to maxBlocked persons that cannot receive a new handeling now and have at
 	// least one waiting; longest-blocked (oldest blocking handeling) first.
 	Blocked []BlockedPerson `json:"blocked"`
 	// BlockedTotal counts all such persons, also those beyond the list.
 	BlockedTotal int64 `json:"blocked_total"`
-	// Fouten lists up to MaxFouten fout handelingen, newest (tsreg, id) first.
+	// Fouten lists up to maxFouten fout handelingen, newest (tsreg, id) first.
 	Fouten []Fout `json:"fouten"`
 	// Lease is the cluster's publication lease.
 	Lease handeling.Lease `json:"lease"`
@@ -128,8 +128,8 @@ type DeliveryDelay struct {
 	P99Seconds float64 `json:"p99_seconds"`
 }
 
-// DelayWindow is how far back DeliveryDelay looks.
-const DelayWindow = 5 * time.Minute
+// delayWindow is how far back DeliveryDelay looks.
+const delayWindow = 5 * time.Minute
 
 // FutureHandeling is a handeling still to be delivered with a tsreg in the future.
 type FutureHandeling struct {
@@ -166,8 +166,8 @@ type Fout struct {
 
 // Limits of the overview's lists.
 const (
-	MaxBlocked = 50
-	MaxFouten  = 200
+	maxBlocked = 50
+	maxFouten  = 200
 )
 
 // ReadOverview reads the overview in one read-only repeatable-read transaction, so all numbers
@@ -263,10 +263,10 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	}
 	o.HeldBehindFout, o.HeldBehindFoutPersonen = held.Handelingen, held.Personen
 
-	if o.Blocked, o.BlockedTotal, err = readBlocked(ctx, tx, cfg, MaxBlocked); err != nil {
+	if o.Blocked, o.BlockedTotal, err = readBlocked(ctx, tx, cfg, maxBlocked); err != nil {
 		return o, err
 	}
-	if o.Fouten, err = listFout(ctx, tx, MaxFouten); err != nil {
+	if o.Fouten, err = listFout(ctx, tx, maxFouten); err != nil {
 		return o, err
 	}
 	if o.Lease, err = handeling.ReadLease(ctx, tx, cfg.Cluster); err != nil {
@@ -276,7 +276,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 }
 
 // readDeliveryDelay reads DeliveryDelay over the handelingen delivered in the last
-// DelayWindow, through the index on tslev of the delivered ones (migration 0005): it reads
+// delayWindow, through the index on tslev of the delivered ones (migration 0005): it reads
 // the window only, never the delivered history.
 func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext) (*DeliveryDelay, error) {
 	var d DeliveryDelay
@@ -287,7 +287,7 @@ func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext) (*DeliveryDel
 			select greatest(0, extract(epoch from tslev - tsreg))::float8 as delay
 			from admhnd
 			where statuslev = `+handeling.GeleverdSQL+` and tslev > now() - make_interval(secs => $1)
-		) d`, DelayWindow.Seconds()).Scan(&d.Deliveries, &p50, &p99)
+		) d`, delayWindow.Seconds()).Scan(&d.Deliveries, &p50, &p99)
 	if err != nil {
 		return nil, fmt.Errorf("overview: delivery delay: %w", err)
 	}

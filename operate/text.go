@@ -107,7 +107,7 @@ func writeFoutTable(w io.Writer, fs []Fout, reasonWidth int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tSOORT\tREGISTERED\tPERSONEN\tRELEASED\tREASON")
 	for _, f := range fs {
-		released, personen := "no", JoinIDs(f.Personen, ",")
+		released, personen := "no", joinIDs(f.Personen, ",")
 		if f.Vrijgegeven != nil {
 			released = "yes"
 		}
@@ -126,7 +126,7 @@ func writeFoutDetail(w io.Writer, d FoutDetail) {
 	if d.Statuslev == handeling.TeLeveren {
 		status = "te leveren (NULL)"
 	}
-	personen := JoinIDs(d.Personen, ",")
+	personen := joinIDs(d.Personen, ",")
 	if personen == "" {
 		personen = "none"
 	}

@@ -31,6 +31,17 @@ type elector struct {
 	// at once, so that another instance gets the chance.
 	cooldownUntil atomic.Int64
 	cancelRound   atomic.Pointer[context.CancelCauseFunc]
+	// now is the clock that stalls and the cooldown are judged by: time.Now when nil. Tests
+	// set their own, so that wartezeit passes without waiting for it.
+	now func() time.Time
+}
+
+// clock is the time now on the elector's clock.
+func (e *elector) clock() time.Time {
+	if e.now != nil {
+		return e.now()
+	}
+	return time.Now()
 }
 
 // errStalled ends a round whose leader handed the lease over for lack of progress.
@@ -45,7 +56,7 @@ func (e *elector) acquire(ctx context.Context) (int64, error) {
 	if epoch := e.epoch.Load(); epoch > 0 {
 		return epoch, nil
 	}
-	if time.Now().UnixNano() < e.cooldownUntil.Load() {
+	if e.clock().UnixNano() < e.cooldownUntil.Load() {
 		return 0, nil
 	}
 	epoch, err := e.lease.acquire(ctx)
@@ -63,7 +74,7 @@ func (e *elector) acquire(ctx context.Context) (int64, error) {
 // It returns the function to call with the round's outcome.
 func (e *elector) roundStarting(cancel context.CancelCauseFunc) (done func(error)) {
 	e.cancelRound.Store(&cancel)
-	e.stalledSince.CompareAndSwap(0, time.Now().UnixNano())
+	e.stalledSince.CompareAndSwap(0, e.clock().UnixNano())
 	return func(err error) {
 		e.cancelRound.Store(nil)
 		if err == nil {
@@ -93,8 +104,8 @@ func (e *elector) fence(ctx context.Context, q execer, epoch int64) error {
 // keep records polling activity while this instance leads and its rounds make progress, so
 // that a round waiting a little for the broker does not look like a dead leader, while a leader
 // whose rounds have not succeeded for wartezeit (stuck on a hung dependency, cut off from the
-// broker) hands the lease over instead of holding it alive and useless. It returns when ctx
-// ends.
+// broker) hands the lease over instead of holding it alive and useless. It checks every
+// wartezeit/5 and returns when ctx ends.
 func (e *elector) keep(ctx context.Context) {
 	t := time.NewTicker(e.wartezeit / 5)
 	defer t.Stop()
@@ -105,34 +116,43 @@ func (e *elector) keep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		epoch := e.epoch.Load()
-		if epoch == 0 {
-			continue
-		}
-		if since := e.stalledSince.Load(); since != 0 && time.Since(time.Unix(0, since)) > e.wartezeit {
-			e.yield(ctx, epoch, time.Since(time.Unix(0, since)))
-			continue
-		}
-		ok, err := e.lease.renew(ctx, e.lease.db, epoch)
-		if err != nil {
-			if !failing {
-				attrs := []any{slog.Any("error", err)}
-				if dbsession.IsLockTimeout(err) {
-					attrs = append(attrs, slog.Any("lock_holders", dbsession.Describe(ctx, e.lease.db, "publicatie_lease")))
-				}
-				e.log.Warn("could not record polling activity", attrs...)
-			}
-			failing = true
-			continue
-		}
-		if failing {
-			e.log.Info("polling activity recorded again")
-			failing = false
-		}
-		if !ok && e.lose(epoch) {
-			e.log.Warn("lease taken over by another instance; now follower", slog.Int64("epoch", epoch))
+		failing = e.check(ctx, failing)
+	}
+}
+
+// check is one of keep's checks: while this instance leads, it yields if the rounds have
+// stalled for longer than wartezeit, else renews the lease and turns follower if another
+// instance took it. failing says whether the last renewal failed (it is logged once per run
+// of failures); check returns whether this one did.
+func (e *elector) check(ctx context.Context, failing bool) bool {
+	epoch := e.epoch.Load()
+	if epoch == 0 {
+		return failing
+	}
+	if since := e.stalledSince.Load(); since != 0 {
+		if stalled := e.clock().Sub(time.Unix(0, since)); stalled > e.wartezeit {
+			e.yield(ctx, epoch, stalled)
+			return failing
 		}
 	}
+	ok, err := e.lease.renew(ctx, e.lease.db, epoch)
+	if err != nil {
+		if !failing {
+			attrs := []any{slog.Any("error", err)}
+			if dbsession.IsLockTimeout(err) {
+				attrs = append(attrs, slog.Any("lock_holders", dbsession.Describe(ctx, e.lease.db, "publicatie_lease")))
+			}
+			e.log.Warn("could not record polling activity", attrs...)
+		}
+		return true
+	}
+	if failing {
+		e.log.Info("polling activity recorded again")
+	}
+	if !ok && e.lose(epoch) {
+		e.log.Warn("lease taken over by another instance; now follower", slog.Int64("epoch", epoch))
+	}
+	return false
 }
 
 // yield hands the lease of epoch over because this leader's rounds have made no progress for
@@ -142,7 +162,7 @@ func (e *elector) yield(ctx context.Context, epoch int64, stalled time.Duration)
 	if !e.lose(epoch) {
 		return
 	}
-	e.cooldownUntil.Store(time.Now().Add(e.wartezeit).UnixNano())
+	e.cooldownUntil.Store(e.clock().Add(e.wartezeit).UnixNano())
 	e.m.yields.Inc()
 	if cancel := e.cancelRound.Load(); cancel != nil {
 		(*cancel)(errStalled)

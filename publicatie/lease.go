@@ -27,8 +27,10 @@ type lease struct {
 	wartezeit time.Duration
 }
 
-func (l *lease) ensureRow(ctx context.Context) error {
-	_, err := l.db.ExecContext(ctx, `insert into publicatie_lease (cluster) values ($1) on conflict do nothing`, l.cluster)
+// ensureRow creates the cluster's row if it is missing. Where it exists and a round holds it
+// (the fence's update), the insert waits for that round as the update would: q bounds it.
+func (l *lease) ensureRow(ctx context.Context, q execer) error {
+	_, err := q.ExecContext(ctx, `insert into publicatie_lease (cluster) values ($1) on conflict do nothing`, l.cluster)
 	if err != nil {
 		return fmt.Errorf("lease: create row: %w", err)
 	}
@@ -39,17 +41,21 @@ func (l *lease) ensureRow(ctx context.Context) error {
 // wartezeit. It returns the new epoch, or 0 if another instance holds the lease. The row lock
 // makes simultaneous attempts take turns, so two instances starting together cannot both win.
 func (l *lease) acquire(ctx context.Context) (int64, error) {
-	if err := l.ensureRow(ctx); err != nil {
-		return 0, err
-	}
 	tx, err := l.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("lease: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	// A frozen leader may hold the row inside its round; do not wait for it forever.
+	// A frozen leader may hold the row inside its round; do not wait for it forever. The
+	// insert of a missing row waits for such a round too, so it runs under the same bound.
 	if _, err := tx.ExecContext(ctx, `set local lock_timeout = '2s'`); err != nil {
 		return 0, fmt.Errorf("lease: %w", err)
+	}
+	if err := l.ensureRow(ctx, tx); err != nil {
+		if dbsession.IsLockTimeout(err) {
+			return 0, nil
+		}
+		return 0, err
 	}
 	var epoch int64
 	err = tx.GetContext(ctx, &epoch, `

@@ -103,7 +103,7 @@ func TestPublisherKilledAfterBrokerCommit(t *testing.T) {
 	w.consumers(t, 3, 2)
 	bin := brptest.Build(t, "cmd/publicatie", "faults")
 	a := w.publisherProc(t, "publicatie-a", bin, "BRP_FAULT=publicatie.after_broker_commit:kill:3")
-	a.WaitLog("fault injected", 30*time.Second)
+	a.WaitLog(30*time.Second, "fault injected")
 	if code, err := a.Wait(10 * time.Second); err != nil || code != -1 {
 		t.Fatalf("publisher not killed at the fault point: code %d, %v", code, err)
 	}
@@ -120,7 +120,7 @@ func TestConsumerKilledAfterVerzendingBeforeCommit(t *testing.T) {
 	bin := brptest.Build(t, "cmd/mutatielevering", "faults")
 	c1 := w.consumerProc(t, "mutatielevering-1", bin, "BRP_FAULT=mutatielevering.after_verzending:kill:20")
 	w.consumerProc(t, "mutatielevering-2", bin)
-	c1.WaitLog("fault injected", 30*time.Second)
+	c1.WaitLog(30*time.Second, "fault injected")
 	if _, err := c1.Wait(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestConsumerKilledAfterCommitBeforeAck(t *testing.T) {
 	bin := brptest.Build(t, "cmd/mutatielevering", "faults")
 	one := []string{"BRP_LEVERING_MUTATIELEVERING_WORKERS=1", "BRP_LEVERING_MUTATIELEVERING_PREFETCH=1"}
 	c1 := w.consumerProc(t, "mutatielevering-1", bin, append(one, "BRP_FAULT=mutatielevering.after_db_commit:kill:20")...)
-	c1.WaitLog("fault injected", 30*time.Second)
+	c1.WaitLog(30*time.Second, "fault injected")
 	if _, err := c1.Wait(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestConsumerKilledHoldingPrefetchedMessages(t *testing.T) {
 	// before that batch's database commit.
 	c1 := w.consumerProc(t, "mutatielevering-1", bin, "BRP_LEVERING_MUTATIELEVERING_WORKERS=1",
 		"BRP_LEVERING_MUTATIELEVERING_PREFETCH=200", "BRP_FAULT=mutatielevering.after_verzending:stop:1")
-	c1.WaitLog("fault injected", 30*time.Second)
+	c1.WaitLog(30*time.Second, "fault injected")
 	time.Sleep(500 * time.Millisecond)
 	stalled := w.delivered(t)
 	c1.Kill()

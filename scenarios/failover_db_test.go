@@ -166,7 +166,7 @@ func TestDatabaseFailoverAsynchronousLosesLastCommits(t *testing.T) {
 	f.r.Replication.Cut()
 	atCut := len(f.geleverd(t, f.r.Endpoint.Addr()))
 	a.Signal(syscall.SIGSTOP)
-	became := b.WaitLog("became leader", wartezeit+time.Minute)
+	became := b.WaitLog(wartezeit+time.Minute, "became leader")
 	epochB := int64(became["epoch"].(float64))
 	// Both: the frozen leader's last rounds (up to MAXINLEVERING in flight) alone can bring
 	// 500 deliveries after the cut, before the follower's first round commits.

@@ -115,9 +115,9 @@ func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figure
 	m0 := rig.MarkCPU(svc.BrokerPID(), svc.DBPID())
 	var ps []*brptest.Proc
 	for i := range 4 {
-		ps = append(ps, brptest.Start(b, fmt.Sprintf("mutatielevering-%d", i+1), v.con, svc.Env(dbURL, q, env...)...))
+		ps = append(ps, brptest.Start(b, fmt.Sprintf("mutatielevering-%d", i+1), v.con, rig.Env(svc.Broker(), dbURL, q, env...)...))
 	}
-	ps = append([]*brptest.Proc{brptest.Start(b, "publicatie", v.pub, svc.Env(dbURL, q, env...)...)}, ps...)
+	ps = append([]*brptest.Proc{brptest.Start(b, "publicatie", v.pub, rig.Env(svc.Broker(), dbURL, q, env...)...)}, ps...)
 	rep := verifyDeliveredWithin(b, db, hs, verzending, 10*time.Minute)
 	f := figures{}
 	processFigures(b, f, m0, svc.BrokerPID(), svc.DBPID(), ps)
@@ -199,7 +199,7 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
 	env := func(extra ...string) []string {
-		return svc.Env(dbURL, q, append(append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...), extra...)...)
+		return rig.Env(svc.Broker(), dbURL, q, append(append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...), extra...)...)
 	}
 	if sql := os.Getenv("BRP_FRESH_SQL"); sql != "" { // an experiment's change to the schema
 		db.MustExec(sql)

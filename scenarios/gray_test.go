@@ -61,7 +61,7 @@ func TestConsumerFrozenForGood(t *testing.T) {
 			for i := range 2 {
 				w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), brptest.Build(t, "cmd/mutatielevering"))
 			}
-			frozen.WaitLog("fault injected", time.Minute)
+			frozen.WaitLog(time.Minute, "fault injected")
 			froze := time.Now()
 			if tc.holdsLocks {
 				// Its other worker may be frozen inside a batch too.
@@ -100,7 +100,7 @@ func TestConsumerFrozenThenResumed(t *testing.T) {
 	for i := range 2 {
 		w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), brptest.Build(t, "cmd/mutatielevering"))
 	}
-	frozen.WaitLog("fault injected", time.Minute)
+	frozen.WaitLog(time.Minute, "fault injected")
 	time.Sleep(60 * time.Second)
 	if !frozen.Frozen() {
 		t.Fatal("the consumer did not stay frozen for 60 s")
@@ -149,7 +149,7 @@ func TestLockWaitNamesTheFrozenHolder(t *testing.T) {
 	for i := range 2 {
 		others = append(others, w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), brptest.Build(t, "cmd/mutatielevering")))
 	}
-	frozen.WaitLog("fault injected", time.Minute)
+	frozen.WaitLog(time.Minute, "fault injected")
 	w.verify(t)
 	var named []map[string]any
 	for _, c := range others {

@@ -13,6 +13,7 @@ import (
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 	"github.com/brp/levering/levering"
 	"github.com/brp/levering/publicatie"
 )
@@ -92,7 +93,7 @@ func emptyWorldAt(t testing.TB, serverURL string, b broker.Config, spec load.Spe
 
 // env is the environment for the world's processes.
 func (w *world) env(extra ...string) []string {
-	return brptest.EnvFor(w.broker, w.dbURL, w.q, extra...)
+	return rig.Env(w.broker, w.dbURL, w.q, extra...)
 }
 
 // consumerProc starts a real mutatielevering process.

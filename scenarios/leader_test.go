@@ -81,18 +81,18 @@ func TestSplitBrainPausedLeaderCannotCommit(t *testing.T) {
 	a := w.publisherProc(t, "publicatie-a", bin, "BRP_FAULT=publicatie.after_broker_commit:stop:3")
 	a.WaitLeader(20 * time.Second)
 	b := w.publisherProc(t, "publicatie-b", bin)
-	a.WaitLog("fault injected", 30*time.Second)
+	a.WaitLog(30*time.Second, "fault injected")
 	before := committedRounds(a)
 	epochA := int64(0)
 	for e := range before {
 		epochA = max(epochA, e)
 	}
 
-	became := b.WaitLog("became leader", wartezeit+30*time.Second)
+	became := b.WaitLog(wartezeit+30*time.Second, "became leader")
 	if e := int64(became["epoch"].(float64)); e <= epochA {
 		t.Fatalf("new leader's epoch %d not above the old leader's %d", e, epochA)
 	}
-	b.WaitLog("round committed", 30*time.Second)
+	b.WaitLog(30*time.Second, "round committed")
 	a.Signal(syscall.SIGCONT)
 
 	w.verify(t)
@@ -118,7 +118,7 @@ func TestStandaloneModeWarnsAndPublishesWithoutLease(t *testing.T) {
 	w := newWorld(t, load.Spec{N: 500, Personen: 100, Multi: 0.3, Seed: 4})
 	w.consumers(t, 2, 2)
 	p := w.publisherProc(t, "publicatie", brptest.Build(t, "cmd/publicatie"), "BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE=true")
-	warn := p.WaitLog(publicatie.StandaloneWarning, 20*time.Second)
+	warn := p.WaitLog(20*time.Second, publicatie.StandaloneWarning)
 	if warn["level"] != "WARN" {
 		t.Fatalf("standalone warning logged at level %v", warn["level"])
 	}

@@ -124,7 +124,7 @@ func TestConsumerCutOffFromDatabaseHandsBatchesBack(t *testing.T) {
 	if s := fmt.Sprint(stuck); !strings.Contains(s, "stuck in step") {
 		t.Fatalf("readyz does not say which step the batch is stuck in: %s", s)
 	}
-	line := cut.WaitLog("batch stuck; handing it back", time.Minute)
+	line := cut.WaitLog(time.Minute, "batch stuck; handing it back")
 	t.Logf("logged: step %v, held for %v", line["step"], line["held_for_seconds"])
 	rep := w.verify(t)
 	t.Logf("%d verzending messages, %d duplicates", rep.Messages, rep.Duplicates)
@@ -149,7 +149,7 @@ func TestLeaderCutOff(t *testing.T) {
 	dbp.Cut()
 	bp.Cut()
 	cutAt := time.Now()
-	became := b.WaitLog("became leader", wartezeit+30*time.Second)
+	became := b.WaitLog(wartezeit+30*time.Second, "became leader")
 	t.Logf("follower took over %v after the cut (wartezeit %v)", lineTime(became).Sub(cutAt).Round(time.Millisecond), wartezeit)
 	w.verify(t)
 	before := total(committedRounds(a))
@@ -187,7 +187,7 @@ func TestLeaderCutOffFromBrokerHandsLeaseOver(t *testing.T) {
 	w.waitDelivered(t, 100)
 	bp.Cut()
 	cutAt := time.Now()
-	yielded := a.WaitLog("rounds made no progress for wartezeit; handing the lease over", wartezeit+time.Minute)
+	yielded := a.WaitLog(wartezeit+time.Minute, "rounds made no progress for wartezeit; handing the lease over")
 	became := b.WaitLeader(wartezeit + time.Minute)
 	t.Logf("leader handed over %v after the cut (stalled for %v, last error %q); follower leads %v after the cut",
 		lineTime(yielded).Sub(cutAt).Round(time.Millisecond), yielded["stalled_for_seconds"], yielded["last_error"],

@@ -255,7 +255,7 @@ func countRange(b *testing.B, db *sqlx.DB, from, to int64) counts {
 // round) on the database of dbURL and queues q; the publisher is the first returned.
 func (pb *pipelineBench) start(b *testing.B, dbURL string, q rig.Queues, k int, extra ...string) []*brptest.Proc {
 	env := func(more ...string) []string {
-		return pb.svc.Env(dbURL, q, slices.Concat(pb.extra, extra, more)...)
+		return rig.Env(pb.svc.Broker(), dbURL, q, slices.Concat(pb.extra, extra, more)...)
 	}
 	var cons []*brptest.Proc
 	for i := range k {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 )
 
 // Guarantee 8: persoon ids and fout reasons only for authenticated operators.
@@ -210,7 +211,7 @@ func TestOperatorListenerOnTheNetworkNeedsCredentials(t *testing.T) {
 	t.Parallel()
 	_, dbURL := brptest.DB(t)
 	ops := brptest.NewOperators(t)
-	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), brptest.Env(dbURL, brptest.NewQueues(t),
+	pub := brptest.Start(t, "publicatie", brptest.Build(t, "cmd/publicatie"), rig.Env(brptest.Broker(), dbURL, brptest.NewQueues(t),
 		"BRP_OPERATE_ADDR=0.0.0.0:0", "BRP_OPERATE_USERS_FILE="+ops.UsersFile)...)
 	addr := pub.OperateAddr()
 	if !strings.HasPrefix(addr, "[::]:") && !strings.HasPrefix(addr, "0.0.0.0:") {

@@ -10,10 +10,13 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
+	"image/color"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +24,12 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/brp/levering/levering"
 )
@@ -44,7 +53,11 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
 	}
-	for file, text := range map[string]string{"results.md": markdown(r), "throughput.svg": chart(r)} {
+	svg, err := chart(r)
+	if err != nil {
+		fail(err)
+	}
+	for file, text := range map[string]string{"results.md": markdown(r), "throughput.svg": svg} {
 		if err := os.WriteFile(filepath.Join(*out, file), []byte(text), 0o644); err != nil {
 			fail(err)
 		}
@@ -365,94 +378,104 @@ func cpuParts(m map[string]float64) float64 {
 	return m["cpu_publicatie_s"] + m["cpu_mutatielevering_s"] + m["cpu_broker_s"] + m["cpu_postgres_s"] + m["cpu_bench_s"]
 }
 
-// chart draws handelingen per second against the number of mutatielevering processes, with
-// the raw loop at the same concurrency and seed mode for reference.
-func chart(r *results) string {
-	const W, H, left, top, plotW, plotH = 880, 440, 70, 60, 500, 320
+// chart draws handelingen per second against the number of mutatielevering processes (one
+// tick each, evenly spaced), with the raw loop at the same concurrency and seed mode for
+// reference, as an SVG document (gonum.org/v1/plot); the pipeline's points carry their values.
+func chart(r *results) (string, error) {
 	type series struct {
-		label, color, dash string
-		pts                [][2]float64 // consumers, per second
+		label  string
+		color  uint32
+		dashes []vg.Length // none: the pipeline
+		pts    plotter.XYs // x: the tick's index
 	}
-	var pipe, raw1, raw20 series
-	pipe, raw1, raw20 = series{"pipeline", "#1f5fbf", "", nil}, series{"raw loop, 1 item per transaction", "#e07b00", "6 4", nil},
-		series{"raw loop, batches of " + r.cfg["raw-batch"], "#2a9d3a", "6 4", nil}
-	var xs []float64
-	for _, x := range r.under("pipeline/consumers=") {
+	var ks []float64 // the consumer counts measured, one tick each
+	pipe := series{label: "pipeline", color: 0x1f5fbf}
+	raw1 := series{label: "raw loop, 1 item per transaction", color: 0xe07b00, dashes: []vg.Length{6, 4}}
+	rawN := series{label: "raw loop, batches of " + r.cfg["raw-batch"], color: 0x2a9d3a, dashes: []vg.Length{6, 4}}
+	seed := series{label: "seed mode (a round every 5 s)", color: 0xc0392b, dashes: []vg.Length{2, 4}}
+	top := 1.0
+	add := func(s *series, x float64, m map[string]float64) {
+		if m != nil {
+			s.pts = append(s.pts, plotter.XY{X: x, Y: m["hps"]})
+			top = max(top, m["hps"])
+		}
+	}
+	for i, x := range r.under("pipeline/consumers=") {
 		k, _ := strconv.ParseFloat(x.name, 64)
-		xs = append(xs, k)
-		pipe.pts = append(pipe.pts, [2]float64{k, x.m["hps"]})
+		ks = append(ks, k)
 		g := int(k) * levering.DefaultWorkers
-		if m := r.get(fmt.Sprintf("raw/batch=1/goroutines=%d", g)); m != nil {
-			raw1.pts = append(raw1.pts, [2]float64{k, m["hps"]})
-		}
-		if m := r.get(fmt.Sprintf("raw/batch=%s/goroutines=%d", r.cfg["raw-batch"], g)); m != nil {
-			raw20.pts = append(raw20.pts, [2]float64{k, m["hps"]})
-		}
+		add(&pipe, float64(i), x.m)
+		add(&raw1, float64(i), r.get(fmt.Sprintf("raw/batch=1/goroutines=%d", g)))
+		add(&rawN, float64(i), r.get(fmt.Sprintf("raw/batch=%s/goroutines=%d", r.cfg["raw-batch"], g)))
+		add(&seed, float64(i), r.get("seed"))
 	}
-	all := []series{raw20, raw1, pipe}
-	if m := r.get("seed"); m != nil {
-		seed := series{"seed mode (a round every 5 s)", "#c0392b", "2 4", nil}
-		for _, k := range xs {
-			seed.pts = append(seed.pts, [2]float64{k, m["hps"]})
-		}
-		all = append(all, seed)
-	}
-	top0 := 1.0
-	for _, s := range all {
-		for _, p := range s.pts {
-			top0 = max(top0, p[1])
-		}
-	}
+	// A labelled grid line every step: a power of ten, or half of one when that gives too few.
 	step := 1.0
-	for step*10 < top0 {
+	for step*10 < top {
 		step *= 10
 	}
-	if top0/step < 4 {
+	if top/step < 4 {
 		step /= 2
 	}
-	topY := (float64(int(top0*1.05/step)) + 1) * step
-	xpos := func(k float64) float64 {
-		i := slices.Index(xs, k)
-		return left + 30 + float64(i)*(plotW-60)/float64(max(1, len(xs)-1))
-	}
-	ypos := func(v float64) float64 { return top + plotH - v/topY*plotH }
 
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Helvetica, Arial, sans-serif">`+"\n", W, H, W, H)
-	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	w(`<text x="%d" y="28" font-size="17" font-weight="bold" fill="#222">Throughput: 1 publicatie + K mutatielevering (default settings)</text>`+"\n", left)
-	w(`<text x="%d" y="48" font-size="12" fill="#555">%s · %s CPUs · %s</text>`+"\n", left, r.cfg["workload"], r.cfg["cpus"], r.cfg["date"])
-	for v := 0.0; v <= topY; v += step {
-		w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, ypos(v), left+plotW, ypos(v))
-		w(`<text x="%d" y="%.1f" font-size="12" fill="#555" text-anchor="end">%.0f</text>`+"\n", left-8, ypos(v)+4, v)
+	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+	plotter.DefaultFont = plot.DefaultFont
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Throughput: 1 publicatie + K mutatielevering (default settings)\n%s · %s CPUs · %s",
+		r.cfg["workload"], r.cfg["cpus"], r.cfg["date"])
+	p.Title.TextStyle.Font.Size = 15
+	p.X.Label.Text = fmt.Sprintf("mutatielevering processes (%d workers each; the raw loop at as many goroutines)", levering.DefaultWorkers)
+	p.Y.Label.Text = "handelingen (items) per second"
+	p.X.Min, p.X.Max = -0.3, float64(len(ks)-1)+0.3
+	p.Y.Min, p.Y.Max = 0, (math.Floor(top*1.05/step)+1)*step
+	var xticks, yticks []plot.Tick
+	for i, k := range ks {
+		xticks = append(xticks, plot.Tick{Value: float64(i), Label: strconv.FormatFloat(k, 'g', -1, 64)})
 	}
-	for _, k := range xs {
-		w(`<text x="%.1f" y="%d" font-size="13" fill="#333" text-anchor="middle">%g</text>`+"\n", xpos(k), top+plotH+20, k)
+	for v := 0.0; v <= p.Y.Max; v += step {
+		yticks = append(yticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
 	}
-	w(`<text x="%d" y="%d" font-size="13" fill="#333" text-anchor="middle">mutatielevering processes (%d workers each; the raw loop at as many goroutines)</text>`+"\n",
-		left+plotW/2, top+plotH+44, levering.DefaultWorkers)
-	w(`<text transform="translate(20 %d) rotate(-90)" font-size="13" fill="#333" text-anchor="middle">handelingen (items) per second</text>`+"\n", top+plotH/2)
-	for i, s := range all {
-		var path []string
-		for _, p := range s.pts {
-			path = append(path, fmt.Sprintf("%.1f,%.1f", xpos(p[0]), ypos(p[1])))
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.ConstantTicks(xticks), plot.ConstantTicks(yticks)
+	p.Add(&plotter.Grid{Horizontal: draw.LineStyle{Color: color.Gray{Y: 0xdd}, Width: 0.5}})
+	legend := plot.NewLegend()
+	legend.Top, legend.Left, legend.Padding = true, true, 8
+	for _, s := range []series{rawN, raw1, pipe, seed} {
+		if len(s.pts) == 0 {
+			continue
 		}
-		width := 2
-		if s.dash == "" {
-			width = 3
+		c := color.RGBA{R: uint8(s.color >> 16), G: uint8(s.color >> 8), B: uint8(s.color), A: 0xff}
+		line, points, err := plotter.NewLinePoints(s.pts)
+		if err != nil {
+			return "", err
 		}
-		w(`<polyline points="%s" fill="none" stroke="%s" stroke-width="%d" stroke-dasharray="%s"/>`+"\n", strings.Join(path, " "), s.color, width, s.dash)
-		if s.dash == "" {
-			for _, p := range s.pts {
-				w(`<circle cx="%.1f" cy="%.1f" r="5" fill="%s"/>`+"\n", xpos(p[0]), ypos(p[1]), s.color)
-				w(`<text x="%.1f" y="%.1f" font-size="12" font-weight="bold" fill="%s" text-anchor="middle">%.0f</text>`+"\n", xpos(p[0]), ypos(p[1])-10, s.color, p[1])
-			}
+		line.Color, line.Dashes, line.Width = c, s.dashes, 2
+		legend.Add(s.label, line)
+		if s.dashes != nil {
+			p.Add(line)
+			continue
 		}
-		ly := top + 10 + 30*i
-		w(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="%d" stroke-dasharray="%s"/>`+"\n", left+plotW+16, ly, left+plotW+46, ly, s.color, width, s.dash)
-		w(`<text x="%d" y="%d" font-size="12" fill="#222">%s</text>`+"\n", left+plotW+52, ly+4, s.label)
+		line.Width, points.Color, points.Shape, points.Radius = 3, c, draw.CircleGlyph{}, 4
+		values := plotter.XYLabels{XYs: s.pts}
+		for _, pt := range s.pts {
+			values.Labels = append(values.Labels, strconv.FormatFloat(pt.Y, 'f', 0, 64))
+		}
+		labels, err := plotter.NewLabels(values)
+		if err != nil {
+			return "", err
+		}
+		for i := range labels.TextStyle {
+			labels.TextStyle[i].Color, labels.TextStyle[i].XAlign = c, draw.XCenter
+		}
+		labels.Offset.Y = 8
+		p.Add(line, points, labels)
 	}
-	w("</svg>\n")
-	return b.String()
+	// The legend has a column of its own on the right, clear of the lines.
+	const legendWidth = 3.2 * vg.Inch
+	canvas := vgsvg.New(12*vg.Inch, 6*vg.Inch)
+	dc := draw.New(canvas)
+	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
+	legend.Draw(draw.Crop(dc, dc.Max.X-legendWidth+16, 0, 0, -50))
+	var b bytes.Buffer
+	_, err := canvas.WriteTo(&b)
+	return b.String(), err
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/load"
@@ -50,10 +51,11 @@ func main() {
 
 func run(ctx context.Context, o options, out io.Writer) error {
 	var common setup.Common
-	if err := setup.Load(&common); err != nil {
+	var bcfg broker.Config
+	if err := setup.Load(&common, setup.BrokerVars(&bcfg)...); err != nil {
 		return err
 	}
-	bcfg, err := common.Broker()
+	bcfg, err := common.Broker(bcfg)
 	if err != nil {
 		return err
 	}
@@ -92,14 +94,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := os.MkdirAll(o.logDir, 0o755); err != nil {
 		return err
 	}
-	env := rig.Environ(rig.Env(dbURL, bcfg, q, rig.Inherit("BRP_")...)...)
+	env := rig.Env(bcfg, dbURL, q, rig.Inherit("BRP_")...)
 	var procs []*rig.Proc
 	defer func() { stopAll(procs, out) }()
 	self, _ := os.Executable()
 	bin := filepath.Dir(self)
 	start := time.Now()
 	launch := func(name, command string) error {
-		p, err := rig.Start(rig.Cmd{Name: name, Bin: filepath.Join(bin, command), Env: env, LogFile: filepath.Join(o.logDir, name+".log")})
+		p, err := rig.Cmd{Name: name, Bin: filepath.Join(bin, command), Env: env, LogFile: filepath.Join(o.logDir, name+".log")}.Start()
 		if err != nil {
 			return fmt.Errorf("%w (build it with scripts/demo.sh)", err)
 		}

@@ -23,7 +23,7 @@ func TestHelpShowsThePackagesDefaults(t *testing.T) {
 
 // Every numeric setting has an upper bound (a max tag, checked at start).
 func TestEveryNumericSettingHasABound(t *testing.T) {
-	if u := setup.Unbounded(newConfig(&levering.Config{})); len(u) > 0 {
+	if u := setup.Unbounded(&config{}, vars(&levering.Config{})...); len(u) > 0 {
 		t.Errorf("numeric settings without a max tag: %v", u)
 	}
 }

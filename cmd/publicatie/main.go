@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -27,63 +26,45 @@ import (
 	"github.com/brp/levering/schema"
 )
 
-// config is the environment. The variables after HTTPAddr set the fields of pub with the same
-// name (setup.Explain relies on it); unset, a field stays zero and publicatie.New takes its
-// default: package publicatie owns those defaults and the rules of their values.
+// config is the environment the command owns; vars are the variables of package
+// publicatie's settings.
 type config struct {
 	setup.Common
 	setup.Operate
 	// MigrateWait bounds how long `publicatie migrate` waits for the database to answer: a
 	// deploy pipeline or Helm hook must fail, not hang, when it is unreachable.
-	MigrateWait       setup.Millis     `envconfig:"BRP_MIGRATE_WAIT" default:"5m" max:"24h"`
-	HTTPAddr          setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
-	Delay             *setup.Millis    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_DELAY" max:"1h"`
-	Limit             *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_LIMIT" max:"1000000"`
-	MaxInLevering     *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXINLEVERING" max:"1000000"`
-	ViewSize          *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWSIZE" max:"10000000"`
-	ViewBytes         *setup.Bytes     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_VIEWBYTES" max:"68719476736"`
-	PersonCap         *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_PERSONCAP" max:"10000000"`
-	GroupSize         *setup.Positive  `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_GROUPSIZE" max:"10000"`
-	GroupBytes        *setup.Bytes     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_GROUPBYTES" max:"67108864"`
-	Queue             *setup.Queue     `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE"`
-	Excluded          *setup.List      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED"`
-	FoutPolicy        *string          `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY"`
-	Cluster           *setup.Name      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_CLUSTER"`
-	Wartezeit         *setup.Seconds   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WARTEZEIT" max:"1h"`
-	Standalone        *setup.Bool      `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_STANDALONE"`
-	RedeliveryTimeout *setup.Seconds   `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_REDELIVERYTIMEOUT" max:"24h"`
-	MaxLead           *setup.Millis    `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_MAXLEAD" max:"1m"`
-	FixedDelay        *setup.Not       `envconfig:"BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP"`
+	MigrateWait setup.Millis     `envconfig:"BRP_MIGRATE_WAIT" default:"5m" max:"24h"`
+	HTTPAddr    setup.ListenAddr `envconfig:"BRP_HTTP_ADDR" default:"127.0.0.1:9464"`
 	// The publisher takes the first broker node that answers, in the order listed.
 	StompRandomize setup.Bool `envconfig:"BRP_STOMP_RANDOMIZE" default:"false"`
 
-	pub *publicatie.Config
+	pub publicatie.Config // what vars set
 }
 
-// newConfig binds the variables to pub's fields (and the broker's to pub.Broker's).
-func newConfig(pub *publicatie.Config) *config {
-	c := &config{
-		Delay:             (*setup.Millis)(&pub.Delay),
-		Limit:             (*setup.Positive)(&pub.Limit),
-		MaxInLevering:     (*setup.Positive)(&pub.MaxInLevering),
-		ViewSize:          (*setup.Positive)(&pub.ViewSize),
-		ViewBytes:         (*setup.Bytes)(&pub.ViewBytes),
-		PersonCap:         (*setup.Positive)(&pub.PersonCap),
-		GroupSize:         (*setup.Positive)(&pub.GroupSize),
-		GroupBytes:        (*setup.Bytes)(&pub.GroupBytes),
-		Queue:             (*setup.Queue)(&pub.Queue),
-		Excluded:          (*setup.List)(&pub.Excluded),
-		FoutPolicy:        (*string)(&pub.FoutPolicy),
-		Cluster:           (*setup.Name)(&pub.Cluster),
-		Wartezeit:         (*setup.Seconds)(&pub.Wartezeit),
-		Standalone:        (*setup.Bool)(&pub.Standalone),
-		RedeliveryTimeout: (*setup.Seconds)(&pub.RedeliveryTimeout),
-		MaxLead:           (*setup.Millis)(&pub.MaxLead),
-		FixedDelay:        (*setup.Not)(&pub.FixedDelay),
-		pub:               pub,
-	}
-	c.BindBroker(&pub.Broker)
-	return c
+// vars binds the variables to pub's fields (and the broker's to pub.Broker's): unset, a field
+// stays zero and publicatie.New takes its default. Package publicatie owns those defaults and
+// the rules of their values.
+func vars(pub *publicatie.Config) []setup.Var {
+	const prefix = "BRP_LEVERING_ADMHNDPUBLICATIE_"
+	return append(setup.BrokerVars(&pub.Broker), []setup.Var{
+		{Name: prefix + "DELAY", Value: (*setup.Millis)(&pub.Delay), Max: "1h"},
+		{Name: prefix + "LIMIT", Value: (*setup.Positive)(&pub.Limit), Max: "1000000"},
+		{Name: prefix + "MAXINLEVERING", Value: (*setup.Positive)(&pub.MaxInLevering), Max: "1000000"},
+		{Name: prefix + "VIEWSIZE", Value: (*setup.Positive)(&pub.ViewSize), Max: "10000000"},
+		{Name: prefix + "VIEWBYTES", Value: (*setup.Bytes)(&pub.ViewBytes), Max: "68719476736"},
+		{Name: prefix + "PERSONCAP", Value: (*setup.Positive)(&pub.PersonCap), Max: "10000000"},
+		{Name: prefix + "GROUPSIZE", Value: (*setup.Positive)(&pub.GroupSize), Max: "10000"},
+		{Name: prefix + "GROUPBYTES", Value: (*setup.Bytes)(&pub.GroupBytes), Max: "67108864"},
+		{Name: prefix + "QUEUE", Value: (*setup.Queue)(&pub.Queue)},
+		{Name: prefix + "EXCLUDED", Value: (*setup.List)(&pub.Excluded)},
+		{Name: prefix + "FOUTPOLICY", Value: (*setup.Text)(&pub.FoutPolicy)},
+		{Name: prefix + "CLUSTER", Value: (*setup.Name)(&pub.Cluster)},
+		{Name: prefix + "WARTEZEIT", Value: (*setup.Seconds)(&pub.Wartezeit), Max: "1h"},
+		{Name: prefix + "STANDALONE", Value: (*setup.Bool)(&pub.Standalone)},
+		{Name: prefix + "REDELIVERYTIMEOUT", Value: (*setup.Seconds)(&pub.RedeliveryTimeout), Max: "24h"},
+		{Name: prefix + "MAXLEAD", Value: (*setup.Millis)(&pub.MaxLead), Max: "1m"},
+		{Name: prefix + "WAKEUP", Value: (*setup.Not)(&pub.FixedDelay)},
+	}...)
 }
 
 func main() { setup.Main(command, run, exitCode) }
@@ -105,23 +86,18 @@ func exitCode(err error) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 1 {
-		switch args[0] {
-		case "-h", "-help", "--help", "help":
-			defaults := publicatie.Config{}.WithDefaults()
-			defaults.Broker = defaults.Broker.WithDefaults()
-			return setup.Usage(stdout, strings.TrimPrefix(errUsage.Error(), "usage: "), newConfig(&defaults))
-		case "--version", "version":
-			_, err := fmt.Fprintln(stdout, command, setup.BuildInfo())
-			return err
-		}
+	defaults := publicatie.Config{}.WithDefaults()
+	defaults.Broker = defaults.Broker.WithDefaults()
+	usage := strings.TrimPrefix(errUsage.Error(), "usage: ")
+	if done, err := setup.HelpOrVersion(args, stdout, command, usage, &config{}, vars(&defaults)); done {
+		return err
 	}
-	cfg := newConfig(&publicatie.Config{})
-	if err := setup.Load(cfg); err != nil {
+	cfg := &config{}
+	if err := setup.Load(cfg, vars(&cfg.pub)...); err != nil {
 		return err
 	}
 	if err := cfg.pub.Validate(); err != nil {
-		return setup.Explain(err, cfg)
+		return setup.Explain(err, &cfg.pub, vars(&cfg.pub)...)
 	}
 	log := cfg.Logger(stderr)
 	cmd := ""
@@ -237,33 +213,8 @@ func printMigrations(ctx context.Context, db *sqlx.DB, stdout io.Writer) error {
 	return nil
 }
 
-// brokerCheck dials the broker through d (at most every 2 s, within 2 s; in between it
-// repeats the last answer): the publisher holds a connection only while it publishes, so
-// readiness asks the broker itself. d is a Dialer of its own, so that the nodes a check
-// reaches do not move the publisher's.
-func brokerCheck(d *broker.Dialer) func(context.Context) error {
-	var mu sync.Mutex
-	var last time.Time
-	var lastErr error
-	return func(ctx context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < 2*time.Second {
-			return lastErr
-		}
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		c, err := d.Dial(ctx)
-		if err == nil {
-			c.Disconnect()
-		}
-		last, lastErr = time.Now(), err
-		return err
-	}
-}
-
 func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
-	bcfg, err := cfg.Broker()
+	bcfg, err := cfg.Broker(cfg.pub.Broker)
 	if err != nil {
 		return err
 	}
@@ -284,59 +235,46 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		AfterBrokerCommit: func(context.Context, []int64) error { fault.At("publicatie.after_broker_commit"); return nil },
 		RoundCommitted:    func([]int64) { fault.At("publicatie.after_db_commit") },
 	}
-	// The probe listener answers from the start: a liveness probe sees the process run while
-	// it waits for its database and broker.
-	probe := &setup.Starting{}
-	probe.Waiting("database")
-	if _, err := setup.Serve(ctx, cfg.HTTPAddr, probe, log); err != nil {
-		return err
-	}
-	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, session, log)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer db.Close()
-	if err := schema.Check(ctx, db.DB); err != nil {
-		return err
-	}
-	probe.Waiting("broker")
-	if err := setup.CheckBroker(ctx, bcfg, log); err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	pcfg.Registerer = reg
-	reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded, pcfg.MaxInLevering))
-	pub, err := publicatie.New(db, pcfg, log)
-	if err != nil {
-		return err
-	}
-	checks, err := broker.NewDialer(bcfg)
-	if err != nil {
-		return err
-	}
-	mux := setup.Mux(reg, func() map[string]any {
-		return map[string]any{"leader": pub.Leader(), "instance": pub.Config().Instance, "broker_node": pub.BrokerNode()}
-	}, setup.Check{Name: "database", Check: db.PingContext}, setup.Check{Name: "broker", Check: brokerCheck(checks)})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		st, err := pub.Status(r.Context())
-		w.Header().Set("Content-Type", "application/json")
+	start := setup.Start{Command: command, Common: cfg.Common, HTTPAddr: cfg.HTTPAddr, Broker: bcfg, Log: log}
+	return start.Run(ctx, func(ctx context.Context, db *sqlx.DB, reg *prometheus.Registry) (*setup.Service, error) {
+		pcfg.Registerer = reg
+		reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded, pcfg.MaxInLevering))
+		pub, err := publicatie.New(db, pcfg, log)
 		if err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
+			return nil, err
 		}
-		_ = json.NewEncoder(w).Encode(st)
+		checks, err := broker.NewDialer(bcfg)
+		if err != nil {
+			return nil, err
+		}
+		pages := operate.Handler(db, cfg.overview(), func() (string, bool) { return pub.Config().Instance, pub.Leader() }, log)
+		return &setup.Service{
+			Info: func() map[string]any {
+				return map[string]any{"leader": pub.Leader(), "instance": pub.Config().Instance, "broker_node": pub.BrokerNode()}
+			},
+			Checks: []setup.Check{{Name: "broker", Check: setup.BrokerCheck(checks)}},
+			Routes: func(mux *http.ServeMux) {
+				mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+					st, err := pub.Status(r.Context())
+					w.Header().Set("Content-Type", "application/json")
+					if err != nil {
+						w.WriteHeader(http.StatusServiceUnavailable)
+					}
+					_ = json.NewEncoder(w).Encode(st)
+				})
+				// The pages with persons have a listener of their own, behind authentication;
+				// the probe listener (often open to the whole network for Prometheus) only says
+				// where they went.
+				mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+					http.Error(w, "The operator pages are served on BRP_OPERATE_ADDR, not here.", http.StatusNotFound)
+				})
+			},
+			Run: func(ctx context.Context) error {
+				if _, err := setup.ServeOperate(ctx, cfg.OperateAddr, guard, pages, log); err != nil {
+					return err
+				}
+				return pub.Run(ctx)
+			},
+		}, nil
 	})
-	// The pages with persons have a listener of their own, behind authentication; the probe
-	// listener (often open to the whole network for Prometheus) only says where they went.
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "The operator pages are served on BRP_OPERATE_ADDR, not here.", http.StatusNotFound)
-	})
-	probe.Set(mux)
-	pages := operate.Handler(db, cfg.overview(), func() (string, bool) { return pub.Config().Instance, pub.Leader() }, log)
-	if _, err := setup.ServeOperate(ctx, cfg.OperateAddr, guard, pages, log); err != nil {
-		return err
-	}
-	return pub.Run(ctx)
 }

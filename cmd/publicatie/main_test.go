@@ -166,7 +166,7 @@ func TestSchemaCheckAndMigrateStatus(t *testing.T) {
 
 // Every numeric setting has an upper bound (a max tag, checked at start).
 func TestEveryNumericSettingHasABound(t *testing.T) {
-	if u := setup.Unbounded(newConfig(&publicatie.Config{})); len(u) > 0 {
+	if u := setup.Unbounded(&config{}, vars(&publicatie.Config{})...); len(u) > 0 {
 		t.Errorf("numeric settings without a max tag: %v", u)
 	}
 }
@@ -180,9 +180,9 @@ func TestFutureHandelingThroughTheBinary(t *testing.T) {
 		(2, 'GEBOORTE', now() - interval '1 minute')`)
 	db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 770077), (2, 2)`)
 	bin := brptest.Build(t, "cmd/publicatie")
-	p := brptest.Start(t, "publicatie", bin, brptest.Env(dbURL, brptest.NewQueues(t))...)
+	p := brptest.Start(t, "publicatie", bin, rig.Env(brptest.Broker(), dbURL, brptest.NewQueues(t))...)
 	const msg = "handeling registered in the future: it waits until its tsreg has passed"
-	if l := p.WaitLog(msg, 30*time.Second); l["level"] != "WARN" || l["admhnd_id"] != float64(1) || l["tsreg"] == nil {
+	if l := p.WaitLog(30*time.Second, msg); l["level"] != "WARN" || l["admhnd_id"] != float64(1) || l["tsreg"] == nil {
 		t.Errorf("log line %v, want WARN with admhnd_id 1 and its tsreg", l)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

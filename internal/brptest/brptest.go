@@ -2,6 +2,10 @@
 // database per test, unique queues per test on the real broker, reading queues back, and
 // running the real commands (package rig, whose errors fail the test here). Tests need the
 // services of scripts/services.sh; they fail, not skip, when those are missing.
+//
+// Where brptest wraps a helper of rig it keeps rig's name and argument order, with t first
+// and a timeout in the place of rig's context; what rig has alone (Env, Environ) is used
+// from rig.
 package brptest
 
 import (
@@ -89,8 +93,8 @@ func DefaultForm() Form {
 		return StatusText
 	case StatusEnum.Name:
 		return StatusEnum
-	case StatusUnchecked.Name:
-		return StatusUnchecked
+	case statusUnchecked.Name:
+		return statusUnchecked
 	default:
 		panic(fmt.Sprintf("brptest: BRP_TEST_STATUSLEV=%q: expected text, enum or unchecked", v))
 	}
@@ -106,7 +110,7 @@ type Form struct {
 var (
 	StatusText        = Form{Name: "text"}
 	StatusEnum        = Form{Name: "enum", DDL: rig.BijhoudingEnum}
-	StatusUnchecked   = Form{Name: "unchecked", DDL: rig.BijhoudingUnchecked}
+	statusUnchecked   = Form{Name: "unchecked", DDL: rig.BijhoudingUnchecked}
 	PersoonWithoutKey = Form{Name: "withoutkey", DDL: rig.BijhoudingWithoutKey}
 	// StatusForms are the statuslev column's forms the core tests run on.
 	StatusForms = []Form{StatusText, StatusEnum}
@@ -228,11 +232,11 @@ func Status(t testing.TB, db *sqlx.DB, id int64) string {
 // nothing: the header is always set, so bad bodies can be tested with a plausible header).
 func Publish(t testing.TB, queue string, msgs ...broker.Message) {
 	t.Helper()
-	PublishTo(t, Broker(), queue, msgs...)
+	publishTo(t, Broker(), queue, msgs...)
 }
 
-// PublishTo is Publish on the broker of cfg.
-func PublishTo(t testing.TB, cfg broker.Config, queue string, msgs ...broker.Message) {
+// publishTo is Publish on the broker of cfg.
+func publishTo(t testing.TB, cfg broker.Config, queue string, msgs ...broker.Message) {
 	t.Helper()
 	conn, err := broker.Dial(context.Background(), cfg)
 	if err != nil {

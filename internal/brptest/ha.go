@@ -101,16 +101,6 @@ func (r *ReplicatedDB) ServerURL() string {
 	return fmt.Sprintf("postgres://postgres@%s/brp?sslmode=disable", r.Endpoint.Addr())
 }
 
-// PrimaryURL and StandbyURL reach the servers directly, around the endpoint.
-func (r *ReplicatedDB) PrimaryURL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/brp?sslmode=disable", r.s.PGPort)
-}
-
-// StandbyURL reaches the standby directly.
-func (r *ReplicatedDB) StandbyURL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/brp?sslmode=disable", r.StandbyPort)
-}
-
 // KillPrimary kills the primary's postmaster and every backend with SIGKILL, as a crash of
 // its host would: nothing is flushed or said goodbye to.
 func (r *ReplicatedDB) KillPrimary() { r.s.signalTree(r.s.DBPID(), syscall.SIGKILL) }

@@ -7,21 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/rig"
 )
 
-// Proc is a running command (rig.Proc) whose waits fail the test instead of returning errors.
+// Proc is a running command (rig.Proc) whose waits fail the test instead of returning errors:
+// each takes a timeout where rig.Proc's takes a context, in the same place.
 type Proc struct {
 	*rig.Proc
 	t testing.TB
 }
 
-// Start runs bin with env (settings, see Env) added to a clean environment (rig.Environ) and
-// JSON debug logs. The process is killed when the test ends if it still runs.
-func Start(t testing.TB, name, bin string, env ...string) *Proc {
+// Start runs bin as rig.Cmd.Start does, with settings (rig.Env) after JSON debug logs. The
+// process is killed when the test ends if it still runs.
+func Start(t testing.TB, name, bin string, settings ...string) *Proc {
 	t.Helper()
-	p, err := rig.Start(rig.Cmd{Name: name, Bin: bin, Env: rig.Environ(append([]string{"BRP_LOG_LEVEL=debug"}, env...)...)})
+	p, err := rig.Cmd{Name: name, Bin: bin, Env: append([]string{"BRP_LOG_LEVEL=debug"}, settings...)}.Start()
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -62,8 +62,8 @@ func (p *Proc) within(timeout time.Duration, f func(ctx context.Context) error) 
 	}
 }
 
-// WaitLog waits for a log line with the given msg and returns it.
-func (p *Proc) WaitLog(msg string, timeout time.Duration) map[string]any {
+// WaitLog waits at most timeout for a log line with the given msg and returns it.
+func (p *Proc) WaitLog(timeout time.Duration, msg string) map[string]any {
 	p.t.Helper()
 	var line map[string]any
 	p.within(timeout, func(ctx context.Context) (err error) {
@@ -93,13 +93,13 @@ func (p *Proc) WaitLeader(timeout time.Duration) time.Time {
 
 // HTTPAddr waits for the process's status listener and returns its address.
 func (p *Proc) HTTPAddr() string {
-	return fmtString(p.WaitLog("http listening", 20*time.Second)["http_addr"])
+	return fmtString(p.WaitLog(20*time.Second, "http listening")["http_addr"])
 }
 
 // OperateAddr waits for the process's operator listener (BRP_OPERATE_ADDR) and returns its
 // address.
 func (p *Proc) OperateAddr() string {
-	return fmtString(p.WaitLog("operator pages listening", 20*time.Second)["operate_addr"])
+	return fmtString(p.WaitLog(20*time.Second, "operator pages listening")["operate_addr"])
 }
 
 func fmtString(v any) string { s, _ := v.(string); return s }
@@ -108,15 +108,4 @@ func fmtString(v any) string { s, _ := v.(string); return s }
 // (dbsession.AppName: command[pid]@host).
 func (p *Proc) AppNamePrefix(command string) string {
 	return command + "[" + strconv.Itoa(p.PID()) + "]@"
-}
-
-// Env is the environment a test's processes share: its database and its queues, on the
-// tests' broker.
-func Env(dbURL string, q Queues, extra ...string) []string {
-	return rig.Env(dbURL, Broker(), q, extra...)
-}
-
-// EnvFor is Env on the broker of b.
-func EnvFor(b broker.Config, dbURL string, q Queues, extra ...string) []string {
-	return rig.Env(dbURL, b, q, extra...)
 }

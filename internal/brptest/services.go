@@ -260,8 +260,3 @@ func (s *Services) StopDB() { s.run("stop-db") }
 
 // StartDB starts the private PostgreSQL again (services.sh up leaves a running broker alone).
 func (s *Services) StartDB() { s.run("up") }
-
-// Env is the environment for processes on the private services (see Env).
-func (s *Services) Env(dbURL string, q Queues, extra ...string) []string {
-	return EnvFor(s.Broker(), dbURL, q, extra...)
-}

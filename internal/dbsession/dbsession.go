@@ -31,7 +31,7 @@ type Settings struct {
 	Command string
 	// StatementTimeout ends a statement that runs longer, lock waits included
 	// (statement_timeout). The client also gives up on an answer that takes longer than
-	// StatementTimeout + ReadSlack: a frozen or cut-off server answers nothing at all.
+	// StatementTimeout + readSlack: a frozen or cut-off server answers nothing at all.
 	StatementTimeout time.Duration
 	// LockTimeout ends a statement that waits longer for a lock (lock_timeout).
 	LockTimeout time.Duration
@@ -44,9 +44,9 @@ type Settings struct {
 	TCPUserTimeout time.Duration
 }
 
-// ReadSlack is what the client waits for an answer beyond StatementTimeout before it closes
+// readSlack is what the client waits for an answer beyond StatementTimeout before it closes
 // the connection: the network and a loaded server's scheduling.
-const ReadSlack = 5 * time.Second
+const readSlack = 5 * time.Second
 
 // ServiceSessionSQL is true for sessions of this service's commands (by the application_name
 // AppName gives them). They never register handelingen, so the publisher's horizon leaves their
@@ -108,7 +108,7 @@ func Open(url string, s Settings) (*sqlx.DB, error) {
 	}
 	d := dialer{d: tcp.Dialer(s.TCPUserTimeout)}
 	if s.StatementTimeout > 0 {
-		d.wait = s.StatementTimeout + ReadSlack
+		d.wait = s.StatementTimeout + readSlack
 	}
 	c.Dialer(d)
 	return sqlx.NewDb(sql.OpenDB(c), "postgres"), nil

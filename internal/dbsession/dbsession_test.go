@@ -110,7 +110,7 @@ func TestIdleTransactionIsEndedAndItsLocksReleased(t *testing.T) {
 }
 
 // A server that accepts the connection and then never answers (frozen, or behind a partition
-// that drops packets): the client gives up after StatementTimeout + ReadSlack.
+// that drops packets): the client gives up after StatementTimeout + readSlack.
 func TestClientGivesUpOnAServerThatNeverAnswers(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

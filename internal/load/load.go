@@ -182,7 +182,7 @@ func CheckOrder(ids []int64, hs map[int64]Handeling) OrderReport {
 			continue
 		}
 		for _, p := range h.Personen {
-			if prev, ok := last[p]; ok && !Before(prev, h) {
+			if prev, ok := last[p]; ok && !before(prev, h) {
 				violations++
 				if len(rep.Violations) < 20 {
 					rep.Violations = append(rep.Violations, fmt.Sprintf("person %d: handeling %d (%s) delivered after %d (%s)",
@@ -196,8 +196,8 @@ func CheckOrder(ids []int64, hs map[int64]Handeling) OrderReport {
 	return rep
 }
 
-// Before reports whether a is delivered before b: older tsreg first, ties by id.
-func Before(a, b Handeling) bool {
+// before reports whether a is delivered before b: older tsreg first, ties by id.
+func before(a, b Handeling) bool {
 	if !a.Tsreg.Equal(b.Tsreg) {
 		return a.Tsreg.Before(b.Tsreg)
 	}

@@ -17,10 +17,10 @@ import (
 
 // Cmd says how to start a process.
 type Cmd struct {
-	Name string   // for messages: "publicatie", "mutatielevering-2"
-	Bin  string   // the binary
-	Env  []string // the complete environment (see Env)
-	Args []string
+	Name string // for messages: "publicatie", "mutatielevering-2"
+	Bin  string // the binary
+	// Env is the process's settings (see Env), added to a clean environment (Environ).
+	Env []string
 	// LogFile, when set, receives every line the process writes.
 	LogFile string
 }
@@ -38,7 +38,7 @@ type Proc struct {
 }
 
 // Start runs c.
-func Start(c Cmd) (*Proc, error) {
+func (c Cmd) Start() (*Proc, error) {
 	var logFile *os.File
 	if c.LogFile != "" {
 		f, err := os.Create(c.LogFile)
@@ -47,8 +47,8 @@ func Start(c Cmd) (*Proc, error) {
 		}
 		logFile = f
 	}
-	cmd := exec.Command(c.Bin, c.Args...)
-	cmd.Env = c.Env
+	cmd := exec.Command(c.Bin)
+	cmd.Env = Environ(c.Env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -233,11 +233,4 @@ func StopAll(timeout time.Duration, procs ...*Proc) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// KillAll kills every process that still runs (an interrupted or failed run).
-func KillAll(procs ...*Proc) {
-	for _, p := range procs {
-		p.Kill()
-	}
 }

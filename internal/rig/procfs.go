@@ -92,8 +92,8 @@ func Children(pid int) []int {
 	return out
 }
 
-// TreeCPU is the CPU seconds of pid, its reaped children and its live children (0: none).
-func TreeCPU(pid int) float64 {
+// treeCPU is the CPU seconds of pid, its reaped children and its live children (0: none).
+func treeCPU(pid int) float64 {
 	if pid == 0 {
 		return 0
 	}
@@ -110,8 +110,8 @@ func TreeCPU(pid int) float64 {
 	return total
 }
 
-// MachineBusy is the busy CPU time of all CPUs in seconds since boot (/proc/stat).
-func MachineBusy() float64 {
+// machineBusy is the busy CPU time of all CPUs in seconds since boot (/proc/stat).
+func machineBusy() float64 {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0
@@ -144,7 +144,7 @@ type CPUMark struct {
 // MarkCPU reads the counters of the broker's and the PostgreSQL server's process trees (pid 0:
 // not on this machine), the machine's and this process's.
 func MarkCPU(brokerPID, pgPID int) CPUMark {
-	m := CPUMark{At: time.Now(), Broker: TreeCPU(brokerPID), Postgres: TreeCPU(pgPID), Machine: MachineBusy()}
+	m := CPUMark{At: time.Now(), Broker: treeCPU(brokerPID), Postgres: treeCPU(pgPID), Machine: machineBusy()}
 	if c, err := cpuOf(os.Getpid()); err == nil {
 		m.Self = c.self()
 	}

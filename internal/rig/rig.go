@@ -24,9 +24,9 @@ func QueuesNamed(prefix string) Queues {
 	return Queues{Publicatie: prefix + ".admhndpublicatie", Verzending: prefix + ".verzending", DLQ: prefix + ".dlq"}
 }
 
-// Env is the settings of a publicatie or mutatielevering process that uses the database of
-// dbURL, the broker of b and the queues q, then extra (later settings win).
-func Env(dbURL string, b broker.Config, q Queues, extra ...string) []string {
+// Env is the settings of a publicatie or mutatielevering process that uses the broker of b,
+// the database of dbURL and the queues q, then extra (later settings win).
+func Env(b broker.Config, dbURL string, q Queues, extra ...string) []string {
 	env := []string{
 		"BRP_DATABASE_URL=" + dbURL,
 		"BRP_STOMP_ADDR=" + b.Addr,

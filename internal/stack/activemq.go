@@ -12,15 +12,31 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"text/template"
 	"time"
 )
 
-// The broker configuration: activemq.xml with, for a broker with a peer, the network
-// connector and its OpenWire listener inserted at the brp:network-* comments, or only the
-// OpenWire listener for a broker with an OpenWire port.
+// The broker configuration: activemq.xml, a text/template that every broker of the project
+// is rendered from (amqConf), and log4j.properties.
 //
 //go:embed activemq/*
 var activemqConf embed.FS
+
+var activemqXML = template.Must(template.New("activemq.xml").Option("missingkey=error").ParseFS(activemqConf, "activemq/activemq.xml"))
+
+// amqConf is what activemq.xml's template reads: which of the variants it describes says.
+type amqConf struct {
+	Deploy, Network, OpenWire bool
+}
+
+// renderConf renders activemq.xml for c.
+func renderConf(c amqConf) ([]byte, error) {
+	var b bytes.Buffer
+	if err := activemqXML.Execute(&b, c); err != nil {
+		return nil, fmt.Errorf("activemq.xml: %w", err)
+	}
+	return b.Bytes(), nil
+}
 
 const (
 	amqWait = 60 * time.Second
@@ -104,36 +120,20 @@ func (a *amqNode) wait(ctx context.Context, pid int, what string, check func() b
 
 func (a *amqNode) answers() bool { return stompPing(a.port, "localhost", "", "") }
 
-// writeConf writes the broker configuration from the embedded files.
+// writeConf writes the broker configuration for this node.
 func (a *amqNode) writeConf() error {
-	read := func(name string) []byte {
-		b, err := activemqConf.ReadFile("activemq/" + name)
-		if err != nil {
-			panic(err) // embedded: present
-		}
-		return b
-	}
-	xml := read("activemq.xml")
-	insert := func(marker string, file string) {
-		m := []byte("<!-- " + marker + " -->")
-		i := bytes.Index(xml, m)
-		j := i + bytes.IndexByte(xml[i:], '\n') + 1
-		xml = slices.Concat(xml[:j], read(file), xml[j:])
-	}
-	if a.peer != 0 {
-		// Advisories tell a bridge about the peer's consumers; a queue's duplicate audit would
-		// drop the messages a bridge sends back (replayWhenNoConsumers).
-		insert("brp:network-connectors", "network-connectors.xml")
-		xml = bytes.ReplaceAll(xml, []byte(`advisorySupport="false"`), []byte(`advisorySupport="true"`))
-		xml = bytes.ReplaceAll(xml, []byte(`enableAudit="true"`), []byte(`enableAudit="false"`))
-	}
-	if a.peer != 0 || a.openwire != 0 {
-		insert("brp:network-openwire", "network-openwire.xml")
+	xml, err := renderConf(amqConf{Network: a.peer != 0, OpenWire: a.openwire != 0})
+	if err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(a.conf(), "activemq.xml"), xml, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(a.conf(), "log4j.properties"), read("log4j.properties"), 0o644)
+	log4j, err := activemqConf.ReadFile("activemq/log4j.properties")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(a.conf(), "log4j.properties"), log4j, 0o644)
 }
 
 // start starts the broker and waits until it answers STOMP or, as the slave of a pair, until
@@ -156,47 +156,9 @@ func (a *amqNode) start(ctx context.Context, slave bool) (int64, error) {
 	if err != nil {
 		return 0, errors.New("java not found")
 	}
-	tmp, lib := filepath.Join(a.base, "tmp"), filepath.Join(a.base, "lib")
-	for _, d := range []string{a.conf(), a.dataDir(), tmp, lib} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return 0, err
-		}
-	}
-	if err := a.writeConf(); err != nil {
+	if err := a.prepare(); err != nil {
 		return 0, err
 	}
-	// lib is on the broker's extension classpath: XStream and Jettison (the Debian package
-	// leaves them out) for STOMP's jms-map-json and jms-map-xml.
-	for _, jar := range []string{"xstream", "jettison"} {
-		if src := "/usr/share/java/" + jar + ".jar"; exists(src) {
-			dst := filepath.Join(lib, jar+".jar")
-			_ = os.Remove(dst)
-			if err := os.Symlink(src, dst); err != nil {
-				return 0, err
-			}
-		}
-	}
-	kahadb := a.kahadb
-	if kahadb == "" {
-		kahadb = filepath.Join(a.dataDir(), "kahadb")
-	}
-	home := a.s.cfg.ActiveMQHome
-	args := []string{"-Xms64m", "-Xmx512m", "-Djava.awt.headless=true", "-Djava.io.tmpdir=" + tmp,
-		"-Dactivemq.home=" + home, "-Dactivemq.base=" + a.base, "-Dactivemq.conf=" + a.conf(),
-		"-Dactivemq.data=" + a.dataDir(), "-Dactivemq.classpath=" + a.conf(),
-		"-Dlog4j.configuration=file:" + filepath.Join(a.conf(), "log4j.properties"),
-		"-Dbrp.stomp.port=" + strconv.Itoa(a.port), "-Dbrp.kahadb.dir=" + kahadb, "-Dbrp.broker.name=" + a.name,
-		"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-		"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
-		"--add-opens=java.base/java.net=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-		"--add-opens=java.naming/javax.naming=ALL-UNNAMED", "--add-opens=java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED"}
-	if a.openwire != 0 {
-		args = append(args, "-Dbrp.openwire.port="+strconv.Itoa(a.openwire))
-	}
-	if a.peer != 0 {
-		args = append(args, "-Dbrp.peer.openwire.port="+strconv.Itoa(a.peer))
-	}
-	args = append(args, "-jar", filepath.Join(home, "bin", "activemq.jar"), "start", "xbean:file:"+filepath.Join(a.conf(), "activemq.xml"))
 	role, ow := "", ""
 	if slave {
 		role = " as slave"
@@ -206,7 +168,7 @@ func (a *amqNode) start(ctx context.Context, slave bool) (int64, error) {
 	}
 	a.s.logf("activemq: starting %s, stomp 127.0.0.1:%d%s%s (log: %s)", a.name, a.port, ow, role, a.logPath())
 	from := size(a.logPath())
-	pid, err := daemon(a.base, a.outPath(), os.Environ(), java, args...)
+	pid, err := daemon(a.base, a.outPath(), os.Environ(), java, a.javaArgs()...)
 	if err != nil {
 		return 0, err
 	}
@@ -226,6 +188,59 @@ func (a *amqNode) start(ctx context.Context, slave bool) (int64, error) {
 	}
 	a.s.logf("activemq: ready (pid %d), stomp 127.0.0.1:%d", pid, a.port)
 	return from, nil
+}
+
+// prepare makes the node's directories and writes its configuration.
+func (a *amqNode) prepare() error {
+	lib := filepath.Join(a.base, "lib")
+	for _, d := range []string{a.conf(), a.dataDir(), a.tmp(), lib} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := a.writeConf(); err != nil {
+		return err
+	}
+	// lib is on the broker's extension classpath: XStream and Jettison (the Debian package
+	// leaves them out) for STOMP's jms-map-json and jms-map-xml.
+	for _, jar := range []string{"xstream", "jettison"} {
+		if src := "/usr/share/java/" + jar + ".jar"; exists(src) {
+			dst := filepath.Join(lib, jar+".jar")
+			_ = os.Remove(dst)
+			if err := os.Symlink(src, dst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (a *amqNode) tmp() string { return filepath.Join(a.base, "tmp") }
+
+// javaArgs is the broker's JVM command line: the ports, store and name that activemq.xml
+// reads as brp.* properties.
+func (a *amqNode) javaArgs() []string {
+	kahadb := a.kahadb
+	if kahadb == "" {
+		kahadb = filepath.Join(a.dataDir(), "kahadb")
+	}
+	home := a.s.cfg.ActiveMQHome
+	args := []string{"-Xms64m", "-Xmx512m", "-Djava.awt.headless=true", "-Djava.io.tmpdir=" + a.tmp(),
+		"-Dactivemq.home=" + home, "-Dactivemq.base=" + a.base, "-Dactivemq.conf=" + a.conf(),
+		"-Dactivemq.data=" + a.dataDir(), "-Dactivemq.classpath=" + a.conf(),
+		"-Dlog4j.configuration=file:" + filepath.Join(a.conf(), "log4j.properties"),
+		"-Dbrp.stomp.port=" + strconv.Itoa(a.port), "-Dbrp.kahadb.dir=" + kahadb, "-Dbrp.broker.name=" + a.name,
+		"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+		"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
+		"--add-opens=java.base/java.net=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+		"--add-opens=java.naming/javax.naming=ALL-UNNAMED", "--add-opens=java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED"}
+	if a.openwire != 0 {
+		args = append(args, "-Dbrp.openwire.port="+strconv.Itoa(a.openwire))
+	}
+	if a.peer != 0 {
+		args = append(args, "-Dbrp.peer.openwire.port="+strconv.Itoa(a.peer))
+	}
+	return append(args, "-jar", filepath.Join(home, "bin", "activemq.jar"), "start", "xbean:file:"+filepath.Join(a.conf(), "activemq.xml"))
 }
 
 func (a *amqNode) stop(ctx context.Context, quiet bool) error {

@@ -12,29 +12,29 @@ import (
 
 // install installs, with apt-get, the Debian packages that the components (pg, amq, rmq) need
 // and that are missing.
-func (s *stack) install(ctx context.Context, components ...string) result {
+func (s *stack) install(ctx context.Context, components ...string) error {
 	var pkgs []string
 	for _, c := range components {
 		pkgs = append(pkgs, s.missing(c)...)
 	}
 	if len(pkgs) == 0 {
-		return result{}
+		return nil
 	}
 	if os.Geteuid() != 0 {
-		return result{fmt.Errorf("missing %s; install as root: apt-get install -y --no-install-recommends %[1]s", strings.Join(pkgs, " "))}
+		return fmt.Errorf("missing %s; install as root: apt-get install -y --no-install-recommends %[1]s", strings.Join(pkgs, " "))
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return result{fmt.Errorf("missing %s and no apt-get to install them", strings.Join(pkgs, " "))}
+		return fmt.Errorf("missing %s and no apt-get to install them", strings.Join(pkgs, " "))
 	}
 	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
-		return result{err}
+		return err
 	}
 	aptLog := filepath.Join(s.cfg.RunDir, "apt.log")
 	t0 := time.Now()
 	s.logf("installing %s with apt-get (log: %s)", strings.Join(pkgs, " "), aptLog)
 	logf, err := os.Create(aptLog)
 	if err != nil {
-		return result{err}
+		return err
 	}
 	defer logf.Close()
 	// Another apt-get may hold the dpkg lock (another checkout, a developer): wait for it.
@@ -47,16 +47,16 @@ func (s *stack) install(ctx context.Context, components ...string) result {
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Run(); err != nil {
-			return result{fmt.Errorf("apt-get %s failed: %w%s", args[len(args)-1], err, tail(aptLog, 30))}
+			return fmt.Errorf("apt-get %s failed: %w%s", args[len(args)-1], err, tail(aptLog, 30))
 		}
 	}
 	s.logf("installed %s in %d s", strings.Join(pkgs, " "), int(time.Since(t0).Seconds()))
 	for _, c := range components {
 		if m := s.missing(c); len(m) > 0 {
-			return result{fmt.Errorf("installed, but %s still missing", strings.Join(m, " "))}
+			return fmt.Errorf("installed, but %s still missing", strings.Join(m, " "))
 		}
 	}
-	return result{}
+	return nil
 }
 
 // missing lists the packages component lacks.

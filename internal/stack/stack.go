@@ -17,8 +17,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 )
 
@@ -125,97 +128,136 @@ func FromEnv(repo string) (Config, error) {
 // ErrUsage is returned by Run for an unknown command.
 var ErrUsage = errors.New("unknown command")
 
-// ErrNotReady is returned by Run("status") when PostgreSQL or ActiveMQ is not ready.
-var ErrNotReady = errors.New("not ready")
+// command is one of Run's commands: its name and the line Usage prints for it, the components
+// it installs first when they are missing (pg, amq, rmq; see install), whether it only reads
+// (env: no lock, no install), and what it does.
+type command struct {
+	name, help string
+	installs   []string
+	reads      bool
+	run        func(ctx context.Context, s *stack, out io.Writer) error
+}
 
-// Commands are Run's commands, in the order scripts/services.sh explains them.
-var Commands = []string{"up", "down", "status", "env", "restart-db", "stop-db", "up-db", "restart-broker",
-	"up-rabbitmq", "down-rabbitmq", "restart-rabbitmq", "up-amq-pair", "up-amq-network", "up-pg-standby",
-	"promote-pg-standby", "down-amq-pair", "down-amq-network", "down-pg-standby"}
+// commands are Run's commands, in the order Usage explains them.
+var commands = []command{
+	{name: "up", help: "install what is missing, start PostgreSQL and ActiveMQ, wait until ready", installs: []string{"pg", "amq"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error {
+			if err := s.primary().start(ctx); err != nil {
+				return err
+			}
+			if _, err := s.amq().start(ctx, false); err != nil {
+				return err
+			}
+			s.logf("up in %d s; eval \"$(scripts/services.sh env)\" to use them", int(time.Since(s.started).Seconds()))
+			return nil
+		}},
+	{name: "down", help: "stop everything of this list that runs (a standby's copy of the data is removed)",
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.down(ctx) }},
+	{name: "env", help: `print export lines: eval "$(scripts/services.sh env)"`, reads: true,
+		run: func(_ context.Context, s *stack, out io.Writer) error { return s.env(out) }},
+	{name: "up-db", help: "start PostgreSQL only", installs: []string{"pg"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.primary().start(ctx) }},
+	{name: "stop-db", help: "stop PostgreSQL only (up starts it again, data kept)", installs: []string{"pg"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.primary().stop(ctx) }},
+	{name: "restart-broker", help: "stop and start ActiveMQ only (data kept)", installs: []string{"amq"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error {
+			a := s.amq()
+			if err := a.stop(ctx, false); err != nil {
+				return err
+			}
+			_, err := a.start(ctx, false)
+			return err
+		}},
+	{name: "up-rabbitmq", help: "optional second STOMP broker: install, start RabbitMQ", installs: []string{"rmq"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.rabbit().start(ctx) }},
+	{name: "restart-rabbitmq", help: "stop and start RabbitMQ (data kept)", installs: []string{"rmq"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error {
+			r := s.rabbit()
+			if err := r.stop(ctx, false); err != nil {
+				return err
+			}
+			return r.start(ctx)
+		}},
+	{name: "up-amq-pair", help: "ActiveMQ master/slave: two brokers on one store, two ports", installs: []string{"amq"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.pairUp(ctx) }},
+	{name: "up-amq-network", help: "two ActiveMQ brokers joined by network connectors", installs: []string{"amq"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.networkUp(ctx) }},
+	{name: "up-pg-standby", help: "a streaming standby of PostgreSQL (pg_basebackup)", installs: []string{"pg"},
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.standbyStart(ctx) }},
+	{name: "promote-pg-standby", help: "make the standby a primary (failover)",
+		run: func(ctx context.Context, s *stack, _ io.Writer) error { return s.promote(ctx) }},
+}
 
-// Run runs one command on the services of cfg; status and env write to out, progress goes to
-// cfg.Log.
-func Run(ctx context.Context, cfg Config, cmd string, out io.Writer) error {
-	s := &stack{cfg: cfg.withDefaults()}
+// Run runs one command on the services of cfg; env writes to out, progress goes to cfg.Log.
+// Commands that change something hold the run directory's lock and first install what they
+// need.
+func Run(ctx context.Context, cfg Config, name string, out io.Writer) error {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return fmt.Errorf("%w %q", ErrUsage, name)
+	}
+	c := commands[i]
+	s := &stack{cfg: cfg.withDefaults(), started: time.Now()}
 	s.cfg.RunDir, _ = filepath.Abs(s.cfg.RunDir)
-	t0 := time.Now()
-	switch cmd {
-	case "status":
-		return s.status(out)
-	case "env":
-		return s.env(out)
+	if c.reads {
+		return c.run(ctx, s, out)
 	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	switch cmd {
-	case "up":
-		if r := s.install(ctx, "pg", "amq"); r.err != nil {
-			return r.err
-		}
-		if err := s.primary().start(ctx); err != nil {
-			return err
-		}
-		if _, err := s.amq().start(ctx, false); err != nil {
-			return err
-		}
-		s.logf("up in %d s; eval \"$(scripts/services.sh env)\" to use them", int(time.Since(t0).Seconds()))
-		return nil
-	case "down":
-		return s.down(ctx)
-	case "up-db":
-		return s.install(ctx, "pg").then(func() error { return s.primary().start(ctx) })
-	case "stop-db":
-		return s.install(ctx, "pg").then(func() error { return s.primary().stop(ctx) })
-	case "restart-db":
-		return s.install(ctx, "pg").then(func() error { return s.primary().stop(ctx) }, func() error { return s.primary().start(ctx) })
-	case "restart-broker":
-		a := s.amq()
-		return s.install(ctx, "amq").then(func() error { return a.stop(ctx, false) }, func() error { _, err := a.start(ctx, false); return err })
-	case "up-rabbitmq":
-		return s.install(ctx, "rmq").then(func() error { return s.rabbit().start(ctx) })
-	case "down-rabbitmq":
-		return s.rabbit().stop(ctx, false)
-	case "restart-rabbitmq":
-		r := s.rabbit()
-		return s.install(ctx, "rmq").then(func() error { return r.stop(ctx, false) }, func() error { return r.start(ctx) })
-	case "up-amq-pair":
-		return s.install(ctx, "amq").then(func() error { return s.pairUp(ctx) })
-	case "down-amq-pair":
-		return s.pairDown(ctx, false)
-	case "up-amq-network":
-		return s.install(ctx, "amq").then(func() error { return s.networkUp(ctx) })
-	case "down-amq-network":
-		return s.networkDown(ctx, false)
-	case "up-pg-standby":
-		return s.install(ctx, "pg").then(func() error { return s.standbyStart(ctx) })
-	case "promote-pg-standby":
-		return s.promote(ctx)
-	case "down-pg-standby":
-		return s.standbyStop(ctx)
+	if err := s.install(ctx, c.installs...); err != nil {
+		return err
 	}
-	return fmt.Errorf("%w %q", ErrUsage, cmd)
+	return c.run(ctx, s, out)
 }
 
-// result lets a command read as a chain of steps: the first error ends it.
-type result struct{ err error }
-
-func (r result) then(steps ...func() error) error {
-	if r.err != nil {
-		return r.err
+// Usage writes what `scripts/services.sh help` says: every command of Run and the settings.
+func Usage(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("usage: scripts/services.sh COMMAND\n\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  help\tthis text\n")
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.help)
 	}
-	for _, f := range steps {
-		if err := f(); err != nil {
-			return err
-		}
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	return nil
+	b.WriteString(usageNotes)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
+
+const usageNotes = `
+Every command is idempotent. State lives in ${BRP_RUN_DIR:-.run}: pg/ (owned by the postgres
+user), activemq/, rabbitmq/, amq-pair/, amq-network/, pg-standby/, each with its logs.
+Everything listens on 127.0.0.1. Ports: BRP_DEV_PG_PORT (55432), BRP_DEV_STOMP_PORT (61613);
+BRP_DEV_OPENWIRE_PORT, when set, adds an OpenWire listener (the JMS clients' protocol) to the
+default broker. BRP_ACTIVEMQ_HOME (/usr/share/activemq) may point at another ActiveMQ.
+The broker configurations are versioned in internal/stack/activemq and internal/stack/rabbitmq.
+
+High availability (for the tests of docs/operations.md "High availability"; down stops them):
+- up-amq-pair: a master on BRP_DEV_PAIR_STOMP_PORT_A (61631) and a slave on
+  BRP_DEV_PAIR_STOMP_PORT_B (61632) sharing one KahaDB store; the slave opens its port only
+  when the master is gone.
+- up-amq-network: brokers brp-net-a and brp-net-b, STOMP on BRP_DEV_NET_STOMP_PORT_A/_B
+  (61641/61642), their bridges' OpenWire on BRP_DEV_NET_OPENWIRE_PORT_A/_B (61643/61644).
+- up-pg-standby: a hot standby on BRP_DEV_PG_STANDBY_PORT (55433), copied from and streaming
+  from BRP_DEV_PG_REPLICATION_ADDR (the primary); BRP_DEV_PG_SYNC=on (default) makes the
+  primary wait for it at every commit, off: asynchronous.
+
+RabbitMQ (rabbitmq-server with rabbitmq_stomp) runs only after up-rabbitmq, off its default
+ports: STOMP BRP_DEV_RABBIT_STOMP_PORT (61614), no AMQP listener, Erlang distribution
+BRP_DEV_RABBIT_DIST_PORT (25673), epmd BRP_DEV_RABBIT_EPMD_PORT (4371), user brp/brp, vhost /;
+env adds BRP_RABBITMQ_STOMP_* while it runs.
+Progress goes to stderr; only env writes to stdout.
+`
 
 type stack struct {
-	cfg Config
+	cfg     Config
+	started time.Time // when Run began
 }
 
 func (s *stack) logf(format string, args ...any) {
@@ -265,56 +307,6 @@ func (s *stack) down(ctx context.Context) error {
 		return err
 	}
 	return s.primary().stop(ctx)
-}
-
-// status says whether each service runs: PostgreSQL and ActiveMQ always, the others only while
-// they run. It returns ErrNotReady unless PostgreSQL and ActiveMQ are both ready.
-func (s *stack) status(out io.Writer) error {
-	var err error
-	p := s.primary()
-	switch {
-	case !p.running():
-		fmt.Fprintln(out, "postgres: stopped")
-		err = ErrNotReady
-	case p.ready():
-		fmt.Fprintf(out, "postgres: running, ready on 127.0.0.1:%d (data %s)\n", p.port, p.data())
-	default:
-		fmt.Fprintf(out, "postgres: running but not answering on 127.0.0.1:%d\n", p.port)
-		err = ErrNotReady
-	}
-	a := s.amq()
-	if pid, ok := a.pid(); !ok {
-		fmt.Fprintln(out, "activemq: stopped")
-		err = ErrNotReady
-	} else if stompPing(a.port, "localhost", "", "") {
-		fmt.Fprintf(out, "activemq: running (pid %d), ready, stomp 127.0.0.1:%d (data %s)\n", pid, a.port, a.dataDir())
-	} else {
-		fmt.Fprintf(out, "activemq: running (pid %d) but not answering STOMP on 127.0.0.1:%d\n", pid, a.port)
-		err = ErrNotReady
-	}
-	for _, n := range []*amqNode{s.pairNode("a"), s.pairNode("b"), s.netNode("a"), s.netNode("b")} {
-		if pid, ok := n.pid(); ok {
-			rel, _ := filepath.Rel(s.cfg.RunDir, n.base)
-			if stompPing(n.port, "localhost", "", "") {
-				fmt.Fprintf(out, "activemq %s: running (pid %d), ready, stomp 127.0.0.1:%d\n", rel, pid, n.port)
-			} else {
-				fmt.Fprintf(out, "activemq %s: running (pid %d), not answering STOMP on 127.0.0.1:%d (a slave waiting for the store lock?)\n", rel, pid, n.port)
-			}
-		}
-	}
-	if sb := s.standby(); sb.running() {
-		fmt.Fprintf(out, "postgres standby: running on 127.0.0.1:%d (data %s)\n", sb.port, sb.data())
-	}
-	r := s.rabbit()
-	if pid, ok := r.pid(); ok {
-		if r.ping() {
-			fmt.Fprintf(out, "rabbitmq: running (pid %d), ready, stomp 127.0.0.1:%d (data %s)\n", pid, r.cfg.RabbitStompPort, r.mnesia())
-		} else {
-			fmt.Fprintf(out, "rabbitmq: running (pid %d) but not answering STOMP on 127.0.0.1:%d\n", pid, r.cfg.RabbitStompPort)
-			err = ErrNotReady
-		}
-	}
-	return err
 }
 
 // env prints export lines for a shell: the database and broker, and the optional ones while

@@ -46,7 +46,7 @@ type Config struct {
 	// to operators: every holder of a certificate it signed gets in.
 	ClientCAs *x509.CertPool
 	// Tokens are the accepted bearer tokens by the name of who holds each (the name is what
-	// the audit records). Tokens must be at least MinTokenLength long and distinct.
+	// the audit records). Tokens must be at least minTokenLength long and distinct.
 	Tokens map[string]string
 	// Users are the accepted user names, each with a bcrypt hash of their password
 	// (htpasswd -B).
@@ -64,8 +64,8 @@ type Config struct {
 	Anonymous bool
 }
 
-// MinTokenLength is the shortest bearer token accepted (openssl rand -hex 32 makes 64).
-const MinTokenLength = 16
+// minTokenLength is the shortest bearer token accepted (openssl rand -hex 32 makes 64).
+const minTokenLength = 16
 
 // ErrConfig is wrapped by every Config validation error.
 var ErrConfig = errors.New("access: invalid config")
@@ -93,8 +93,8 @@ func (c Config) validate() error {
 		switch {
 		case !validName(name):
 			return fmt.Errorf("%w: Tokens: name %q is not a name", ErrConfig, name)
-		case len(tok) < MinTokenLength:
-			return fmt.Errorf("%w: Tokens: the token of %q is shorter than %d characters", ErrConfig, name, MinTokenLength)
+		case len(tok) < minTokenLength:
+			return fmt.Errorf("%w: Tokens: the token of %q is shorter than %d characters", ErrConfig, name, minTokenLength)
 		case seen[tok]:
 			return fmt.Errorf("%w: Tokens: %q has the token of another name", ErrConfig, name)
 		}

@@ -15,8 +15,8 @@ func ParseTokens(r io.Reader) (map[string]string, error) {
 	out := map[string]string{}
 	seen := map[string]bool{}
 	err := eachEntry(r, func(n int, name, secret string) error {
-		if !validName(name) || len(secret) < MinTokenLength || strings.ContainsAny(secret, " \t") || out[name] != "" || seen[secret] {
-			return fmt.Errorf("line %d is not NAME:TOKEN with a name used once and a token of at least %d characters, no spaces, used once", n, MinTokenLength)
+		if !validName(name) || len(secret) < minTokenLength || strings.ContainsAny(secret, " \t") || out[name] != "" || seen[secret] {
+			return fmt.Errorf("line %d is not NAME:TOKEN with a name used once and a token of at least %d characters, no spaces, used once", n, minTokenLength)
 		}
 		out[name], seen[secret] = secret, true
 		return nil

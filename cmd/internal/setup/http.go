@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,17 +19,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
 )
 
-// Serve listens on addr (unless it is "off") and serves h until ctx ends; shutdown is bounded.
+// serveProbe listens on addr (unless it is "off") and serves h until ctx ends; shutdown is bounded.
 // It logs "http listening" with the address actually bound (http_addr; port 0 picks one) and
 // returns that address after the listener is up.
-func Serve(ctx context.Context, addr ListenAddr, h http.Handler, log *slog.Logger) (string, error) {
+func serveProbe(ctx context.Context, addr ListenAddr, h http.Handler, log *slog.Logger) (string, error) {
 	return serve(ctx, addr, h, nil, log, "http listening", "http_addr")
 }
 
-// serve is Serve with TLS when tc is not nil, announced as msg with the bound address under
+// serve is serveProbe with TLS when tc is not nil, announced as msg with the bound address under
 // key, plus attrs.
 func serve(ctx context.Context, addr ListenAddr, h http.Handler, tc *tls.Config, log *slog.Logger, msg, key string, attrs ...any) (string, error) {
 	if addr == "off" || addr == "" {
@@ -74,6 +76,31 @@ func (e serverErrors) Write(p []byte) (int, error) {
 	}
 	e.log.Log(context.Background(), level, "http server error", slog.String(e.key, e.addr), slog.String("error", msg))
 	return len(p), nil
+}
+
+// BrokerCheck is a readiness check that dials the broker through d (at most every 2 s, within
+// 2 s; in between it repeats the last answer), for a process that holds a connection only
+// while it works (the publisher): readiness asks the broker itself. d is a Dialer of the
+// check's own, so that the nodes a check reaches do not move the process's.
+func BrokerCheck(d *broker.Dialer) func(context.Context) error {
+	var mu sync.Mutex
+	var last time.Time
+	var lastErr error
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < 2*time.Second {
+			return lastErr
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := d.Dial(ctx)
+		if err == nil {
+			c.Disconnect()
+		}
+		last, lastErr = time.Now(), err
+		return err
+	}
 }
 
 // Check is one readiness condition: nil means ready.
@@ -187,22 +214,22 @@ func (d dependencyCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Starting is the probe listener's handler from the first moment of the process: until Set
+// startingProbe is the probe listener's handler from the first moment of the process: until Set
 // puts the real one in place, /healthz answers 200 (the process runs: a liveness or startup
 // probe must not restart a process that waits for its database or broker), and every other
 // path 503 saying what the process waits for.
-type Starting struct {
+type startingProbe struct {
 	h       atomic.Pointer[http.Handler]
 	waiting atomic.Pointer[string]
 }
 
 // Waiting says what the process waits for now.
-func (s *Starting) Waiting(what string) { s.waiting.Store(&what) }
+func (s *startingProbe) Waiting(what string) { s.waiting.Store(&what) }
 
 // Set puts the real handler in place.
-func (s *Starting) Set(h http.Handler) { s.h.Store(&h) }
+func (s *startingProbe) Set(h http.Handler) { s.h.Store(&h) }
 
-func (s *Starting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *startingProbe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h := s.h.Load(); h != nil {
 		(*h).ServeHTTP(w, r)
 		return

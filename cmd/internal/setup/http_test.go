@@ -91,7 +91,7 @@ func TestBrokerClientCertificateFromTheEnvironment(t *testing.T) {
 		StompTLSCert:  cert,
 		StompTLSKey:   key,
 	}
-	cfg, err := common.Broker()
+	cfg, err := common.Broker(broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBrokerClientCertificateFromTheEnvironment(t *testing.T) {
 		{StompTLSCert: cert, StompTLSKey: cert},
 		{StompTLSCert: "/nonexistent.pem", StompTLSKey: key},
 	} {
-		if _, err := bad.Broker(); !errors.Is(err, setup.ErrConfig) || !strings.Contains(err.Error(), "BRP_STOMP_TLS_CERT") {
+		if _, err := bad.Broker(broker.Config{}); !errors.Is(err, setup.ErrConfig) || !strings.Contains(err.Error(), "BRP_STOMP_TLS_CERT") {
 			t.Errorf("%+v: %v, want ErrConfig naming BRP_STOMP_TLS_CERT", bad, err)
 		}
 	}

@@ -72,7 +72,7 @@ func TestDatabaseAwayIsWaitedForAndOperatorCommandsGiveUp(t *testing.T) {
 	away := withURL(t, func(u *url.URL) { u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) })
 	for _, bin := range []string{"cmd/publicatie", "cmd/mutatielevering"} {
 		p := brptest.Start(t, bin, brptest.Build(t, bin), "BRP_DATABASE_URL="+away)
-		p.WaitLog("database unavailable, waiting", 20*time.Second)
+		p.WaitLog(20*time.Second, "database unavailable, waiting")
 		time.Sleep(2 * time.Second)
 		if p.Exited() {
 			t.Errorf("%s exited while the database was away", bin)

@@ -1,6 +1,7 @@
 // Package setup is what both commands share at start: the environment (the contract's names,
-// read with envconfig, every bad value reported with its variable), the logger, the database
-// wait and the loopback HTTP listener for status, health and metrics.
+// every setting declared once, every bad value reported with its variable; vars.go), the
+// logger, the database wait, the loopback HTTP listener for status, health and metrics, and
+// the start-up sequence of a long-running command (Start.Run).
 package setup
 
 import (
@@ -11,32 +12,27 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"iter"
 	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
-	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/kelseyhightower/envconfig"
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
-	"github.com/brp/levering/internal/setting"
 )
 
 // Common holds the settings of both commands. The defaults in its tags are the commands' own
-// (no package has them); settings whose defaults a package owns are pointers bound to that
-// package's Config, see BindBroker.
+// (no package has them); the broker settings whose defaults package broker owns are
+// BrokerVars.
 type Common struct {
 	DatabaseURL   DatabaseURL `envconfig:"BRP_DATABASE_URL" default:"postgres://postgres@127.0.0.1:55432/brp?sslmode=disable"`
 	StompAddr     BrokerAddrs `envconfig:"BRP_STOMP_ADDR" default:"127.0.0.1:61613"`
@@ -47,11 +43,8 @@ type Common struct {
 	StompTLSCA    string      `envconfig:"BRP_STOMP_TLS_CA"`
 	StompTLSCert  string      `envconfig:"BRP_STOMP_TLS_CERT"`
 	StompTLSKey   string      `envconfig:"BRP_STOMP_TLS_KEY"`
-	// Package broker owns these two defaults: BindBroker points them at a broker.Config.
-	StompHeartbeat *HeartBeat `envconfig:"BRP_STOMP_HEARTBEAT" max:"10m"`
-	StompTimeout   *Duration  `envconfig:"BRP_STOMP_TIMEOUT" max:"10m"`
-	LogFormat      LogFormat  `envconfig:"BRP_LOG_FORMAT" default:"auto"`
-	LogLevel       LogLevel   `envconfig:"BRP_LOG_LEVEL" default:"info" max:"8"` // a slog level: error is 8
+	LogFormat     LogFormat   `envconfig:"BRP_LOG_FORMAT" default:"auto"`
+	LogLevel      LogLevel    `envconfig:"BRP_LOG_LEVEL" default:"info" max:"8"` // a slog level: error is 8
 	// The bounds of every database session (package dbsession); 0 turns one off.
 	StatementTimeout Duration `envconfig:"BRP_DATABASE_STATEMENT_TIMEOUT" default:"30s" max:"24h"`
 	LockTimeout      Duration `envconfig:"BRP_DATABASE_LOCK_TIMEOUT" default:"5s" max:"1h"`
@@ -131,107 +124,11 @@ func (c Common) Session(command string) dbsession.Settings {
 // ErrConfig marks a bad environment value: the commands exit 2 on it.
 var ErrConfig = errors.New("invalid configuration")
 
-// Load fills cfg (a struct with envconfig tags holding the full variable names) from the
-// environment. The error names the variable, the value and what is expected.
-func Load(cfg any) error {
-	err := envconfig.Process("", cfg)
-	var pe *envconfig.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%w: %s=%q: %v", ErrConfig, pe.KeyName, dbsession.Redact(pe.Value), pe.Err)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if err := checkBounds(cfg); err != nil {
-		return err
-	}
-	if s, ok := cfg.(interface{ readSecrets() error }); ok {
-		return s.readSecrets()
-	}
-	return nil
-}
-
-// Usage writes what a command's --help says: its usage line, then every variable of cfg (a
-// pointer to a struct with envconfig tags) with its default: the tag's, or, for a variable
-// bound to a package's Config, the value that Config holds (give Usage one with its defaults).
-func Usage(w io.Writer, usage string, cfg any) error {
-	fmt.Fprintf(w, "%s\n\nSettings (environment variables; docs/operations.md, Configuration, says what each means):\n\n", usage)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for f, v := range variables(reflect.ValueOf(cfg).Elem()) {
-		def, ok := f.Tag.Lookup("default")
-		if !ok && v.Kind() == reflect.Pointer && !v.IsNil() {
-			def = fmt.Sprint(v.Elem().Interface())
-		}
-		fmt.Fprintf(tw, "  %s\t%s\n", f.Tag.Get("envconfig"), def)
-	}
-	return tw.Flush()
-}
-
-// variables yields the fields of v (a struct, embedded structs walked) that are variables:
-// those with an envconfig tag.
-func variables(v reflect.Value) iter.Seq2[reflect.StructField, reflect.Value] {
-	return func(yield func(reflect.StructField, reflect.Value) bool) {
-		var walk func(v reflect.Value) bool
-		walk = func(v reflect.Value) bool {
-			for i := range v.NumField() {
-				f, fv := v.Type().Field(i), v.Field(i)
-				if f.Anonymous && fv.Kind() == reflect.Struct {
-					if !walk(fv) {
-						return false
-					}
-					continue
-				}
-				if f.Tag.Get("envconfig") != "" && !yield(f, fv) {
-					return false
-				}
-			}
-			return true
-		}
-		walk(v)
-	}
-}
-
-// Explain turns a package's *setting.Error into an ErrConfig naming the variable of cfg (a
-// pointer to the command's settings struct) whose field has the Config field's name: a
-// variable bound to a package's Config field carries that field's name. Other errors pass
-// unchanged.
-func Explain(err error, cfg any) error {
-	var se *setting.Error
-	if !errors.As(err, &se) {
-		return err
-	}
-	for f := range variables(reflect.ValueOf(cfg).Elem()) {
-		if f.Name == se.Field {
-			name := f.Tag.Get("envconfig")
-			return fmt.Errorf("%w: %s=%q: %s", ErrConfig, name, dbsession.Redact(os.Getenv(name)), se.Expected)
-		}
-	}
-	return err
-}
-
-// BindBroker makes BRP_STOMP_HEARTBEAT and BRP_STOMP_TIMEOUT set b's HeartBeat and
-// OpTimeout: unset, they keep b's values (zero: package broker's defaults), and --help shows
-// them.
-func (c *Common) BindBroker(b *broker.Config) {
-	c.StompHeartbeat, c.StompTimeout = (*HeartBeat)(&b.HeartBeat), (*Duration)(&b.OpTimeout)
-}
-
-// Broker turns the settings into a broker.Config; HeartBeat and OpTimeout zero (package
-// broker's defaults) unless set.
-func (c Common) Broker() (broker.Config, error) {
-	cfg := broker.Config{
-		Addr:           string(c.StompAddr),
-		Login:          c.StompLogin,
-		Passcode:       c.StompPasscode,
-		Host:           c.StompHost,
-		TCPUserTimeout: time.Duration(c.TCPUserTimeout),
-	}
-	if c.StompHeartbeat != nil {
-		cfg.HeartBeat = time.Duration(*c.StompHeartbeat)
-	}
-	if c.StompTimeout != nil {
-		cfg.OpTimeout = time.Duration(*c.StompTimeout)
-	}
+// Broker is cfg (what BrokerVars set in it: zero fields take package broker's defaults) with
+// the broker settings: its nodes, credentials, TLS and the TCP user timeout.
+func (c Common) Broker(cfg broker.Config) (broker.Config, error) {
+	cfg.Addr, cfg.Login, cfg.Passcode, cfg.Host = string(c.StompAddr), c.StompLogin, c.StompPasscode, c.StompHost
+	cfg.TCPUserTimeout = time.Duration(c.TCPUserTimeout)
 	if (c.StompTLSCert == "") != (c.StompTLSKey == "") {
 		return cfg, fmt.Errorf("%w: BRP_STOMP_TLS_CERT and BRP_STOMP_TLS_KEY: expected both (a client certificate and its key) or neither", ErrConfig)
 	}
@@ -321,10 +218,10 @@ func OpenDB(ctx context.Context, url DatabaseURL, s dbsession.Settings, log *slo
 	}
 }
 
-// CheckBroker connects to the broker once at start: a broker that refuses the login (or the
+// checkBroker connects to the broker once at start: a broker that refuses the login (or the
 // virtual host) is a setting that can never work, an ErrConfig naming the variables; a broker
 // that is not there yet is left to the command, which waits for it.
-func CheckBroker(ctx context.Context, cfg broker.Config, log *slog.Logger) error {
+func checkBroker(ctx context.Context, cfg broker.Config, log *slog.Logger) error {
 	d, err := broker.NewDialer(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: BRP_STOMP_ADDR: %v", ErrConfig, err)
@@ -372,11 +269,11 @@ func permanentDBError(err error) bool {
 }
 
 // Main is a command's main: it runs run under SIGINT and SIGTERM (they end its context) on
-// one thread (OneThread), prints its error, with no secret in it, as "command: error" on
+// one thread (oneThread), prints its error, with no secret in it, as "command: error" on
 // stderr, and exits with code(err).
 func Main(command string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error, code func(error) int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	OneThread()
+	oneThread()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -385,13 +282,13 @@ func Main(command string, run func(ctx context.Context, args []string, stdout, s
 	os.Exit(code(err))
 }
 
-// OneThread makes the Go runtime run Go code on one OS thread at a time, unless the
+// oneThread makes the Go runtime run Go code on one OS thread at a time, unless the
 // GOMAXPROCS environment variable says otherwise. Both commands mostly wait for the database
 // and the broker; with more threads every hand-over between goroutines (frame reader, worker,
 // writer) wakes another thread, and those wake-ups cost more CPU than the parallelism gains
 // (the benchmark, 4 consumer processes on 2 CPUs: about a fifth less CPU in the consumers and
 // 5% more throughput). mutatielevering scales out by running more processes.
-func OneThread() {
+func oneThread() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}

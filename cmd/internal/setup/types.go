@@ -61,12 +61,12 @@ func (d *Duration) Decode(v string) error {
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// HeartBeat is a STOMP heart-beat interval: 0 (off) or a duration of at least 500 ms, the
+// heartBeat is a STOMP heart-beat interval: 0 (off) or a duration of at least 500 ms, the
 // shortest that brokers accept (ActiveMQ Artemis raises anything below it).
-type HeartBeat time.Duration
+type heartBeat time.Duration
 
 // Decode implements envconfig.Decoder.
-func (h *HeartBeat) Decode(v string) error {
+func (h *heartBeat) Decode(v string) error {
 	x, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || x < 0 || (x > 0 && x < 500*time.Millisecond) {
 		return fmt.Errorf("expected 0s (off) or a duration of at least 500ms such as 5s")
@@ -74,11 +74,11 @@ func (h *HeartBeat) Decode(v string) error {
 	if x == 0 {
 		x = -1 // package broker's off: its zero is the default
 	}
-	*h = HeartBeat(x)
+	*h = heartBeat(x)
 	return nil
 }
 
-func (h HeartBeat) String() string { return time.Duration(max(h, 0)).String() }
+func (h heartBeat) String() string { return time.Duration(max(h, 0)).String() }
 
 func parseDuration(v string, unit time.Duration) (time.Duration, error) {
 	v = strings.TrimSpace(v)
