@@ -236,7 +236,7 @@ func TestCleanHandoverShownByStatus(t *testing.T) {
 		t.Fatalf("publicatie status without a lease line:\n%s", out)
 		return ""
 	}
-	a := brptest.Start(t, "publicatie-a", bin, brptest.Env(dbURL, q)...)
+	a := brptest.Start(t, "publicatie-a", bin, rig.Env(brptest.Broker(), dbURL, q)...)
 	a.WaitLeader(30 * time.Second)
 	a.Signal(syscall.SIGTERM)
 	if code, err := a.Wait(15 * time.Second); err != nil || code != 0 {
@@ -246,9 +246,9 @@ func TestCleanHandoverShownByStatus(t *testing.T) {
 	if l := status(); !handedOver.MatchString(l) {
 		t.Errorf("after a clean handover: %q", l)
 	}
-	b := brptest.Start(t, "publicatie-b", bin, brptest.Env(dbURL, q)...)
+	b := brptest.Start(t, "publicatie-b", bin, rig.Env(brptest.Broker(), dbURL, q)...)
 	b.WaitLeader(30 * time.Second)
-	instance := fmt.Sprint(b.WaitLog("became leader", 5*time.Second)["instance"])
+	instance := fmt.Sprint(b.WaitLog(5*time.Second, "became leader")["instance"])
 	leads := regexp.MustCompile(`^lease +` + regexp.QuoteMeta(instance) + ` leads, epoch 2, last activity (\d+ms|\d+s) ago$`)
 	if l := status(); !leads.MatchString(l) {
 		t.Errorf("after the next publicatie (%s) took over: %q", instance, l)
