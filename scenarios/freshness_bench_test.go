@@ -46,7 +46,9 @@ import (
 // registered before the processes start, delivered at full speed (hps), the versions' raw
 // throughput beside each other; for experiments
 // BRP_FRESH_ENV adds settings (BRP_NAME=VALUE, space-separated) to every process and
-// BRP_FRESH_SQL runs on each database after the migration.
+// BRP_FRESH_SQL runs on each database after the migration; BRP_FRESH_STATS=1 logs each run's
+// trigger functions (calls and time, with track_functions on, for example through BRP_FRESH_SQL)
+// and its tables' scans and writes: where a registration's or a round's time goes.
 //
 // Figures: offered_hps (registrations per second committed in the measured window),
 // delivered_ratio (verzending arrivals in that window over registrations in it: 1 keeps up),
@@ -249,11 +251,15 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	})
 	f := figures{}
 	processFigures(b, f, m0, svc.BrokerPID(), svc.DBPID(), ps)
-	if os.Getenv("BRP_FRESH_STATS") != "" { // DEBUG
-		var lines []string
-		db.Select(&lines, `select funcname || ' calls=' || calls || ' total_ms=' || round(total_time::numeric,1) || ' self_ms=' || round(self_time::numeric,1) from pg_stat_user_functions order by total_time desc`)
-		var tabs []string
-		db.Select(&tabs, `select relname || ' seq=' || seq_scan || ' seq_tup=' || seq_tup_read || ' idx=' || coalesce(idx_scan,0) || ' ins=' || n_tup_ins || ' upd=' || n_tup_upd || ' hot=' || n_tup_hot_upd || ' del=' || n_tup_del || ' dead=' || n_dead_tup from pg_stat_user_tables order by seq_tup_read desc`)
+	if os.Getenv("BRP_FRESH_STATS") != "" {
+		var lines, tabs []string
+		err := db.Select(&lines, `select funcname || ' calls=' || calls || ' total_ms=' || round(total_time::numeric,1) || ' self_ms=' || round(self_time::numeric,1) from pg_stat_user_functions order by total_time desc`)
+		if err == nil {
+			err = db.Select(&tabs, `select relname || ' seq=' || seq_scan || ' seq_tup=' || seq_tup_read || ' idx=' || coalesce(idx_scan,0) || ' ins=' || n_tup_ins || ' upd=' || n_tup_upd || ' hot=' || n_tup_hot_upd || ' del=' || n_tup_del || ' dead=' || n_dead_tup from pg_stat_user_tables order by seq_tup_read desc`)
+		}
+		if err != nil {
+			b.Fatalf("BRP_FRESH_STATS: %v", err)
+		}
 		b.Logf("functions:\n%s\ntables:\n%s", strings.Join(lines, "\n"), strings.Join(tabs, "\n"))
 	}
 	for _, part := range []string{"publicatie", "mutatielevering", "broker", "postgres", "bench", "machine"} {
