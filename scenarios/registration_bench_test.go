@@ -32,7 +32,10 @@ import (
 //     past (a conversion, a backfill, an initial fill), statement by statement (an insert of
 //     the handeling and one of its person, for each) or in two multi-row statements.
 //
-// Figures: us_per_handeling, and for bulk also seconds.
+// Figures: us_per_handeling (wall time), backend_cpu_us_per_handeling (the CPU time of the
+// PostgreSQL backend that ran them: the triggers' cost without the round trips and commit waits
+// that make most of the wall time here), trigger_us_per_handeling (the time spent in the
+// versions' trigger functions, from track_functions), and for bulk also seconds.
 func BenchmarkRegistration(b *testing.B) {
 	svc := brptest.PrivateServices(b)
 	versions := append([]binVersion{{name: "bare"}}, freshVersions(b)...)
@@ -49,9 +52,11 @@ func BenchmarkRegistration(b *testing.B) {
 					if margin == "learned" {
 						db.MustExec(`update publicatie_toestand set marge = '1 s'`)
 					}
+					cost := backendCost(b, db)
 					start := time.Now()
 					registerOneByOne(b, db, form, single)
-					return figures{"us_per_handeling": float64(time.Since(start).Microseconds()) / float64(single)}
+					d := time.Since(start)
+					return costFigures(d, single, cost)
 				}))
 			}
 		}
@@ -61,13 +66,63 @@ func BenchmarkRegistration(b *testing.B) {
 			for _, v := range versions {
 				b.Run(fmt.Sprintf("bulk/n=%d/form=%s/version=%s", n, form, v.name), measured(func(b *testing.B) figures {
 					db := registrationDB(b, svc, v)
+					cost := backendCost(b, db)
 					start := time.Now()
 					registerBulk(b, db, form, n)
-					d := time.Since(start)
-					return figures{"seconds": d.Seconds(), "us_per_handeling": float64(d.Microseconds()) / float64(n)}
+					f := costFigures(time.Since(start), n, cost)
+					f["seconds"] = f["us_per_handeling"] * float64(n) / 1e6
+					return f
 				}))
 			}
 		}
+	}
+}
+
+// backendCost keeps db to one connection, with PostgreSQL's timing of PL/pgSQL functions on,
+// and returns what its backend has used since: CPU seconds (the registrations' own cost in
+// PostgreSQL, triggers and their transition tables included, without the round trips and
+// commit waits that dominate their wall time on one connection) and the seconds spent in the
+// triggers' functions (track_functions: precise where the CPU time of a busy VM is not).
+func backendCost(b *testing.B, db *sqlx.DB) func() (cpu, triggers float64) {
+	b.Helper()
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	var pid int
+	if err := db.Get(&pid, `select pg_backend_pid()`); err != nil {
+		b.Fatal(err)
+	}
+	db.MustExec(`set track_functions = 'pl'`)
+	before, err := rig.ProcessCPU(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() (float64, float64) {
+		after, err := rig.ProcessCPU(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var still int
+		if err := db.Get(&still, `select pg_backend_pid()`); err != nil || still != pid {
+			b.Fatalf("the registrations' connection changed (backend %d, now %d): %v", pid, still, err)
+		}
+		// A backend reports its function statistics when idle, at most once a second, unless
+		// asked to at the next chance (PostgreSQL 15).
+		db.MustExec(`select pg_stat_force_next_flush()`)
+		db.MustExec(`select 1`)
+		var ms float64
+		if err := db.Get(&ms, `select coalesce(sum(total_time), 0) from pg_stat_user_functions`); err != nil {
+			b.Fatal(err)
+		}
+		return after - before, ms / 1e3
+	}
+}
+
+func costFigures(d time.Duration, n int, cost func() (float64, float64)) figures {
+	cpu, triggers := cost()
+	return figures{
+		"us_per_handeling":             float64(d.Microseconds()) / float64(n),
+		"backend_cpu_us_per_handeling": cpu * 1e6 / float64(n),
+		"trigger_us_per_handeling":     triggers * 1e6 / float64(n),
 	}
 }
 

@@ -76,6 +76,12 @@ func cpuOf(pid int) (procCPU, error) {
 	return procCPU{utime: num(11), stime: num(12), cutime: num(13), cstime: num(14), ppid: ppid}, nil
 }
 
+// ProcessCPU is the CPU seconds pid itself has used (user and system; to the clock tick).
+func ProcessCPU(pid int) (float64, error) {
+	c, err := cpuOf(pid)
+	return c.self(), err
+}
+
 // Children lists the pids whose parent is pid.
 func Children(pid int) []int {
 	ents, _ := os.ReadDir("/proc")
