@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -100,12 +99,7 @@ func BenchmarkFreshness(b *testing.B) {
 // them (hps, from the first publication to the last delivery) and the CPU per handeling.
 func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figures {
 	b.Helper()
-	db, dbURL := bareDB(b, svc)
-	migrate := exec.Command(v.pub, "migrate")
-	migrate.Env = rig.Environ("BRP_DATABASE_URL=" + dbURL)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		b.Fatalf("%s migrate: %v\n%s", v.name, err, out)
-	}
+	db, dbURL := versionDB(b, svc, v)
 	hs := load.Generate(load.Spec{N: n, Personen: n / 4, Multi: 0.3, Seed: 21, Start: time.Now().Add(-time.Hour)})
 	if err := load.Insert(context.Background(), db, hs); err != nil {
 		b.Fatal(err)
@@ -192,12 +186,7 @@ type registration struct {
 // registrations at rate for 3 s unmeasured and then d measured, and the latency of each.
 func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form string, d time.Duration) figures {
 	b.Helper()
-	db, dbURL := bareDB(b, svc)
-	migrate := exec.Command(v.pub, "migrate")
-	migrate.Env = rig.Environ("BRP_DATABASE_URL=" + dbURL)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		b.Fatalf("%s migrate: %v\n%s", v.name, err, out)
-	}
+	db, dbURL := versionDB(b, svc, v)
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
 	env := func(extra ...string) []string {

@@ -48,7 +48,7 @@ func BenchmarkRegistration(b *testing.B) {
 			}
 			for _, margin := range margins {
 				b.Run(fmt.Sprintf("single/tsreg=%s/margin=%s/version=%s", form, margin, v.name), measured(func(b *testing.B) figures {
-					db := registrationDB(b, svc, v)
+					db, _ := versionDB(b, svc, v)
 					if margin == "learned" {
 						db.MustExec(`update publicatie_toestand set marge = '1 s'`)
 					}
@@ -65,7 +65,7 @@ func BenchmarkRegistration(b *testing.B) {
 		for _, form := range []string{"statements", "multirow"} {
 			for _, v := range versions {
 				b.Run(fmt.Sprintf("bulk/n=%d/form=%s/version=%s", n, form, v.name), measured(func(b *testing.B) figures {
-					db := registrationDB(b, svc, v)
+					db, _ := versionDB(b, svc, v)
 					cost := backendCost(b, db)
 					start := time.Now()
 					registerBulk(b, db, form, n)
@@ -126,21 +126,21 @@ func costFigures(d time.Duration, n int, cost func() (float64, float64)) figures
 	}
 }
 
-// registrationDB is a fresh database with the contract's tables and, unless v is bare, v's
-// schema.
-func registrationDB(b *testing.B, svc *brptest.Services, v binVersion) *sqlx.DB {
+// versionDB is a fresh database with the contract's tables and, unless v is bare, v's schema
+// (migrated by v's publicatie), and its URL.
+func versionDB(b *testing.B, svc *brptest.Services, v binVersion) (*sqlx.DB, string) {
 	b.Helper()
 	db, url := bareDB(b, svc)
 	if v.name == "bare" {
 		db.MustExec(rig.BijhoudingText)
-		return db
+		return db, url
 	}
 	migrate := exec.Command(v.pub, "migrate")
 	migrate.Env = rig.Environ("BRP_DATABASE_URL=" + url)
 	if out, err := migrate.CombinedOutput(); err != nil {
 		b.Fatalf("%s migrate: %v\n%s", v.name, err, out)
 	}
-	return db
+	return db, url
 }
 
 var leadMargins = map[string]bool{}
@@ -151,7 +151,7 @@ func hasLeadMargin(b *testing.B, svc *brptest.Services, v binVersion) bool {
 	if has, ok := leadMargins[v.name]; ok {
 		return has
 	}
-	db := registrationDB(b, svc, v)
+	db, _ := versionDB(b, svc, v)
 	var has bool
 	if err := db.Get(&has, `select to_regclass('publicatie_toestand') is not null`); err != nil {
 		b.Fatal(err)
