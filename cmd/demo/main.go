@@ -25,6 +25,7 @@ import (
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/internal/rig"
+	"github.com/brp/levering/publicatie"
 )
 
 type options struct {
@@ -170,11 +171,12 @@ fout (no persons)         %d of %d
 excluded, untouched       %d of %d
 verzending messages       %d (%d distinct, %d duplicates)
 per-person order          %s
+groups                    %s
 elapsed                   %v (%.0f handelingen/s)
 =====================================================================
 `, len(hs), o.personen, st.geleverd, want, st.fout, wantFout, excluded-touched, excluded,
-		rep.Messages, rep.Distinct, rep.Duplicates, verdict(rep.Violations), elapsed.Round(time.Millisecond),
-		float64(st.geleverd)/elapsed.Seconds())
+		rep.Messages, rep.Distinct, rep.Duplicates, verdict(rep.Violations), groupSize(),
+		elapsed.Round(time.Millisecond), float64(st.geleverd)/elapsed.Seconds())
 	if !ok {
 		return errors.New("the contract's checks failed (see summary)")
 	}
@@ -204,4 +206,14 @@ func stopAll(procs []*rig.Proc, out io.Writer) {
 	if err := rig.StopAll(15*time.Second, procs...); err != nil {
 		fmt.Fprintln(out, err)
 	}
+}
+
+// groupSize says how many handelingen a publication carried at most: the setting the demo's
+// processes inherit, or the publisher's default.
+func groupSize() string {
+	const name = "BRP_LEVERING_ADMHNDPUBLICATIE_GROUPSIZE"
+	if v := os.Getenv(name); v != "" {
+		return "up to " + v + " handelingen a publication (" + name + ")"
+	}
+	return fmt.Sprintf("up to %d handelingen a publication (the default; %s=1 sends each alone)", publicatie.DefaultGroupSize, name)
 }
