@@ -102,13 +102,13 @@ var checkSQL = `
 		), bp as (
 			select b.id, x.persoon_id from b cross join lateral (
 				select persoon_id from admhnd_persoon where admhnd_id = b.id offset 0) x
+		), bk as (
+			select bp.persoon_id, ` + orderSQL("b.tsreg") + ` as k, b.id from bp join b on b.id = bp.id
 		), pp as (
-			select x.persoon_id, lo.k as lo_k, lo.id as lo_id, hi.k as hi_k, hi.id as hi_id
-			from (select distinct persoon_id from bp) x
-			cross join lateral (select ` + orderSQL("b.tsreg") + ` as k, b.id from bp y join b on b.id = y.id
-				where y.persoon_id = x.persoon_id order by 1, 2 limit 1) lo
-			cross join lateral (select ` + orderSQL("b.tsreg") + ` as k, b.id from bp y join b on b.id = y.id
-				where y.persoon_id = x.persoon_id order by 1 desc, 2 desc limit 1) hi
+			select lo.persoon_id, lo.k as lo_k, lo.id as lo_id, hi.k as hi_k, hi.id as hi_id
+			from (select distinct on (persoon_id) persoon_id, k, id from bk order by persoon_id, k, id) lo
+			join (select distinct on (persoon_id) persoon_id, k, id from bk order by persoon_id, k desc, id desc) hi
+			  on hi.persoon_id = lo.persoon_id
 		), h as (
 			select pp.persoon_id, h.* from pp
 			cross join lateral (select admhnd_id from admhnd_persoon where persoon_id = pp.persoon_id offset 0) op
