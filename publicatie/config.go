@@ -49,7 +49,7 @@ type Config struct {
 	// GroupSize is the most handelingen one publication carries: a ready handeling and the
 	// later ones of the same persons that travel with it (a group, CONTRACT.md section 3),
 	// delivered by one consumer in one transaction in their order. 1 publishes every
-	// handeling alone. Default DefaultGroupSize.
+	// handeling alone. Default DefaultGroupSize (1 with FixedDelay).
 	GroupSize int
 	// GroupBytes bounds a group's publication body (an estimate: 32 bytes a handeling, 20 a
 	// person); a group's first handeling goes whatever its size. Default DefaultGroupBytes.
@@ -92,7 +92,8 @@ type Config struct {
 	// system's defaults.
 	ListenDialer pq.Dialer
 	// FixedDelay makes every round follow the previous one after Delay, as in the seed: no
-	// wake-ups and no immediate follow-up after a full round. For comparison only.
+	// wake-ups and no immediate follow-up after a full round, and (unless GroupSize says
+	// otherwise) one handeling a publication. For comparison only.
 	FixedDelay bool
 	// Broker says how to reach the broker.
 	Broker broker.Config
@@ -166,6 +167,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.GroupSize == 0 {
 		c.GroupSize = DefaultGroupSize
+		if c.FixedDelay {
+			c.GroupSize = 1 // the seed's behaviour: one handeling a publication
+		}
 	}
 	if c.GroupBytes == 0 {
 		c.GroupBytes = DefaultGroupBytes
