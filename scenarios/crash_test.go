@@ -116,7 +116,9 @@ func TestPublisherKilledAfterBrokerCommit(t *testing.T) {
 func TestConsumerKilledAfterVerzendingBeforeCommit(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, load.Spec{N: 1000, Personen: 100, Multi: 0.3, Seed: 8})
-	w.publisher(t, publicatie.Config{Standalone: true})
+	// One handeling a publication: groups and bundles would carry these 1,000 in a few
+	// batches, and the kill comes at a consumer's 20th (the chaos test kills consumers with groups).
+	w.publisher(t, publicatie.Config{Standalone: true, GroupSize: 1})
 	bin := brptest.Build(t, "cmd/mutatielevering", "faults")
 	c1 := w.consumerProc(t, "mutatielevering-1", bin, "BRP_FAULT=mutatielevering.after_verzending:kill:20")
 	w.consumerProc(t, "mutatielevering-2", bin)
@@ -137,7 +139,7 @@ func TestConsumerKilledAfterVerzendingBeforeCommit(t *testing.T) {
 func TestConsumerKilledAfterCommitBeforeAck(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, load.Spec{N: 1000, Personen: 100, Multi: 0.3, Seed: 9})
-	w.publisher(t, publicatie.Config{Standalone: true})
+	w.publisher(t, publicatie.Config{Standalone: true, GroupSize: 1}) // enough batches to reach the 20th, as above
 	bin := brptest.Build(t, "cmd/mutatielevering", "faults")
 	one := []string{"BRP_LEVERING_MUTATIELEVERING_WORKERS=1", "BRP_LEVERING_MUTATIELEVERING_PREFETCH=1"}
 	c1 := w.consumerProc(t, "mutatielevering-1", bin, append(one, "BRP_FAULT=mutatielevering.after_db_commit:kill:20")...)

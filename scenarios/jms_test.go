@@ -26,7 +26,8 @@ func TestJMSAfnemer(t *testing.T) {
 		// Without consumers the publisher publishes each person's first handeling and then
 		// waits: what it published is what is in levering once that stops growing.
 		w := jmsWorld(t, svc, load.Spec{N: 300, Personen: 1000, Multi: 1.0 / 3, Excluded: 0.05, Seed: 7})
-		w.publisher(t, publicatie.Config{MaxInLevering: len(w.hs), Delay: 50 * time.Millisecond})
+		// One handeling a publication, so that the messages to read are as many as are in levering.
+		w.publisher(t, publicatie.Config{MaxInLevering: len(w.hs), Delay: 50 * time.Millisecond, GroupSize: 1})
 		var want, same int
 		brptest.EventuallyEvery(t, time.Minute, 200*time.Millisecond, func() error {
 			n := brptest.Statuses(t, w.db)["in_levering"]
