@@ -245,29 +245,29 @@ type other struct {
 // then the delivered ones to the verzending queue in delivery order (tsreg, id) in one broker
 // transaction confirmed by a receipt, and only then commit. carried are the persons each
 // publication of the batch named for each id.
-func (c *Consumer) deliver(ctx context.Context, ids []int64, carried map[int64][][]int64, send *broker.Conn, b *batch) (map[int64]result, error) {
+func (w *worker) deliver(ctx context.Context, ids []int64, carried map[int64][][]int64) (map[int64]result, error) {
 	// The statements run prepared: their generic plans (primary-key and person probes) are the
 	// right plans for every batch. An error is the database being away, which BeginTxx reports.
-	b.at(stepLock)
-	_ = c.stmts.Prepare(ctx, lockSQL, checkSQL, applySQL)
-	tx, err := c.db.BeginTxx(ctx, nil)
+	w.b.at(stepLock)
+	_ = w.stmts.Prepare(ctx, lockSQL, checkSQL, applySQL)
+	tx, err := w.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 
-	q := c.stmts.In(tx.Tx)
+	q := w.stmts.In(tx.Tx)
 	if _, err := q.ExecContext(ctx, batchLocksSQL); err != nil {
 		return nil, fmt.Errorf("lock tables: %w", err)
 	}
 	if _, err := q.ExecContext(ctx, lockSQL, pq.Array(ids)); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	rows, err := c.check(ctx, q, ids)
+	rows, err := w.check(ctx, q, ids)
 	if err != nil {
 		return nil, err
 	}
-	newer, err := c.holdNewer(ctx, q, rows)
+	newer, err := w.holdNewer(ctx, q, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -276,33 +276,33 @@ func (c *Consumer) deliver(ctx context.Context, ids []int64, carried map[int64][
 			return nil, fmt.Errorf("handeling %d: %w", r.id, errNewerInFlight)
 		}
 	}
-	res := decide(rows, carried, newer, c.cfg.Excluded, c.cfg.FoutPolicy == handeling.Strict)
-	found, err := c.apply(ctx, q, res, rows)
+	res := decide(rows, carried, newer, w.cfg.Excluded, w.cfg.FoutPolicy == handeling.Strict)
+	found, err := w.apply(ctx, q, res, rows)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cfg.Hooks.AfterLock.Run(ctx, ids); err != nil {
+	if err := w.cfg.Hooks.AfterLock.Run(ctx, ids); err != nil {
 		return nil, fmt.Errorf("%w: %w", errBroker, err)
 	}
-	msgs, sent, err := verzendingen(found, c.cfg.VerzendingQueue)
+	msgs, sent, err := verzendingen(found, w.cfg.VerzendingQueue)
 	if err != nil {
 		return nil, err
 	}
-	b.at(stepVerzending)
-	if err := send.Send(ctx, msgs...); err != nil {
+	w.b.at(stepVerzending)
+	if err := w.send.Send(ctx, msgs...); err != nil {
 		return nil, fmt.Errorf("%w: verzending: %w", errBroker, err)
 	}
 	if len(sent) > 0 {
-		if err := c.cfg.Hooks.AfterVerzending.Run(ctx, sent); err != nil {
+		if err := w.cfg.Hooks.AfterVerzending.Run(ctx, sent); err != nil {
 			return nil, fmt.Errorf("%w: %w", errBroker, err)
 		}
 	}
-	b.at(stepCommit)
+	w.b.at(stepCommit)
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
-	c.logOutcomes(res, ids, sent)
-	c.observeDelays(found, sent)
+	w.logOutcomes(res, ids, sent)
+	w.observeDelays(found, sent)
 	return res, nil
 }
 

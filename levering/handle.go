@@ -64,15 +64,15 @@ func jsonProblem(err error) string {
 // (the publications stay held, unacknowledged). Unreadable publications and unknown ids are
 // set aside. It returns an error only when the broker connection is unusable or ctx ended
 // before the work was done; the batch then goes back to the queue.
-func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *broker.Conn, b *batch) error {
+func (w *worker) handle(ctx context.Context, msgs []*broker.Delivery) error {
 	byID := map[int64][]*broker.Delivery{}
 	var ids []int64
 	carried := map[int64][][]int64{} // the persons each publication named for a handeling
 	for _, m := range msgs {
 		members, err := parse(m)
 		if err != nil {
-			b.at(stepSetAside)
-			if err := c.park(ctx, m, send, err.Error()); err != nil {
+			w.b.at(stepSetAside)
+			if err := w.park(ctx, m, err.Error()); err != nil {
 				return err
 			}
 			continue
@@ -91,18 +91,18 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 		return nil
 	}
 	slices.Sort(ids)
-	b.setIDs(ids)
+	w.b.setIDs(ids)
 	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	other := backoff.New(5*time.Millisecond, time.Second)
 	failing, locked, waited := false, false, false
 	for {
-		res, err := c.deliver(ctx, ids, carried, send, b)
+		res, err := w.deliver(ctx, ids, carried)
 		if errors.Is(err, errNewerInFlight) && ctx.Err() == nil {
 			// Another consumer is delivering a newer handeling of one of these persons (a
 			// publication no publisher sends): it ends in milliseconds. Then this batch sees
 			// it held back, or delivered (and this one overtaken).
 			if !waited {
-				c.log.Info("waiting for another consumer delivering a newer handeling of a person of this batch", slog.Any("error", err))
+				w.log.Info("waiting for another consumer delivering a newer handeling of a person of this batch", slog.Any("error", err))
 				waited = true
 			}
 			if err := other.Wait(ctx); err != nil {
@@ -113,18 +113,18 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 		switch {
 		case err == nil:
 			if failing {
-				c.log.Info("database available again")
+				w.log.Info("database available again")
 			}
 			if locked {
-				c.log.Info("row locks obtained", slog.Any("admhnd_ids", ids))
+				w.log.Info("row locks obtained", slog.Any("admhnd_ids", ids))
 			}
-			return c.record(ctx, res, byID, send, b)
+			return w.record(ctx, res, byID)
 		case errors.Is(err, errBroker), ctx.Err() != nil:
 			return err
 		case dbsession.IsDeadlock(err):
 			// The database broke a cycle of lock waits (DDL beside: locks.go) by ending this
 			// batch's transaction: no outage, run it again at once.
-			c.log.Warn("batch ended by a deadlock with another session's locks; running it again",
+			w.log.Warn("batch ended by a deadlock with another session's locks; running it again",
 				slog.Any("error", err), slog.String("detail", dbsession.DeadlockDetail(err)))
 			continue
 		case dbsession.IsLockTimeout(err):
@@ -132,16 +132,16 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 			// publications, or one that froze inside its transaction until the database ends
 			// its session (idle_in_transaction_session_timeout). Wait, naming it once.
 			if !locked {
-				c.log.Warn("rows locked by another session; retrying", slog.Any("admhnd_ids", ids),
-					slog.Any("lock_holders", dbsession.Describe(ctx, c.db, "admhnd")))
+				w.log.Warn("rows locked by another session; retrying", slog.Any("admhnd_ids", ids),
+					slog.Any("lock_holders", dbsession.Describe(ctx, w.db, "admhnd")))
 				locked = true
 			}
 		case !failing:
-			c.log.Warn("database unavailable, retrying", slog.Any("error", err), slog.Any("admhnd_ids", ids))
-			c.reconnects.WithLabelValues("database").Inc()
+			w.log.Warn("database unavailable, retrying", slog.Any("error", err), slog.Any("admhnd_ids", ids))
+			w.reconnects.WithLabelValues("database").Inc()
 			failing = true
 		}
-		b.at(stepRetry)
+		w.b.at(stepRetry)
 		if err := retry.Wait(ctx); err != nil {
 			return err
 		}
@@ -151,7 +151,7 @@ func (c *Consumer) handle(ctx context.Context, msgs []*broker.Delivery, send *br
 // record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit. A
 // publication of several handelingen is set aside once, for the first of them that is unknown
 // or excluded; the others it carries are delivered all the same.
-func (c *Consumer) record(ctx context.Context, res map[int64]result, byID map[int64][]*broker.Delivery, send *broker.Conn, b *batch) error {
+func (w *worker) record(ctx context.Context, res map[int64]result, byID map[int64][]*broker.Delivery) error {
 	var ids []int64
 	setAside := map[*broker.Delivery]bool{}
 	for id, r := range res {
@@ -160,47 +160,47 @@ func (c *Consumer) record(ctx context.Context, res map[int64]result, byID map[in
 		copies := int64(len(byID[id]))
 		switch o {
 		case delivered:
-			c.delivered.Add(1)
-			c.duplicates.Add(copies - 1)
+			w.delivered.Add(1)
+			w.duplicates.Add(copies - 1)
 		case markedFout:
-			c.fout.Add(1)
-			c.duplicates.Add(copies - 1)
+			w.fout.Add(1)
+			w.duplicates.Add(copies - 1)
 		case heldBack:
-			c.heldBack.Add(1)
-			c.heldBackBy.WithLabelValues(r.reason).Inc()
+			w.heldBack.Add(1)
+			w.heldBackBy.WithLabelValues(r.reason).Inc()
 		case duplicate:
-			c.duplicates.Add(copies)
-			c.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
+			w.duplicates.Add(copies)
+			w.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
 				slog.String("message_id", byID[id][0].MessageID))
 		case unknown, excluded:
 			reason := fmt.Sprintf("handeling %d does not exist", id)
 			if o == excluded {
 				reason = fmt.Sprintf("handeling %d is of a soort excluded from delivery", id)
 			}
-			b.at(stepSetAside)
+			w.b.at(stepSetAside)
 			for _, m := range byID[id] {
 				if setAside[m] {
 					continue
 				}
 				setAside[m] = true
-				if err := c.park(ctx, m, send, reason); err != nil {
+				if err := w.park(ctx, m, reason); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	return c.cfg.Hooks.AfterCommit.Run(ctx, ids)
+	return w.cfg.Hooks.AfterCommit.Run(ctx, ids)
 }
 
 // park sets a publication that can never be processed aside on the dead-letter queue, with
 // the reason, so that it is acknowledged instead of crash-looping. Its body goes as it came:
 // as bytes when it is not text.
-func (c *Consumer) park(ctx context.Context, m *broker.Delivery, send *broker.Conn, reason string) error {
+func (w *worker) park(ctx context.Context, m *broker.Delivery, reason string) error {
 	id := m.Header(handeling.IDHeader)
-	c.log.Error("publication set aside", slog.Int64("admhnd_id", handeling.ParseID(id)), slog.String("message_id", m.MessageID),
-		slog.String("reason", reason), slog.String("dead_letter_queue", c.cfg.DeadLetterQueue))
-	err := send.Send(ctx, broker.Message{
-		Destination: c.cfg.DeadLetterQueue,
+	w.log.Error("publication set aside", slog.Int64("admhnd_id", handeling.ParseID(id)), slog.String("message_id", m.MessageID),
+		slog.String("reason", reason), slog.String("dead_letter_queue", w.cfg.DeadLetterQueue))
+	err := w.send.Send(ctx, broker.Message{
+		Destination: w.cfg.DeadLetterQueue,
 		Body:        m.Body,
 		Binary:      !broker.IsText(m.Body),
 		Header: map[string]string{
@@ -212,6 +212,6 @@ func (c *Consumer) park(ctx context.Context, m *broker.Delivery, send *broker.Co
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBroker, err)
 	}
-	c.parked.Add(1)
+	w.parked.Add(1)
 	return nil
 }

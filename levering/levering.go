@@ -185,58 +185,92 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
-// session runs the workers over broker connections of their own until one fails or ctx ends.
-// Each worker receives on a connection of its own, with one cumulative subscription, and
-// handles its messages in delivery order, so one ack frame acknowledges a whole batch. Sends go
-// over one more connection: a receipt awaited on a subscribing connection can deadlock behind
-// prefetched messages (go-stomp reads frames in one loop). The subscribing connections go to one
-// node (the Dialer stays with the node that answered) unless it fails meanwhile, and the next
-// session after a failure starts at the next node; the sending one always goes to the first
-// node that answers (Config.Broker). node names the node the workers subscribed on once they
-// did, "" if the session never got that far.
+// session runs the workers over broker connections of their own until one fails or ctx ends
+// (dial, then serve). node names the node the workers subscribed on once they did, "" if the
+// session never got that far.
 func (c *Consumer) session(ctx context.Context) (node string, err error) {
-	var conns []*broker.Conn
-	defer func() {
-		for i, conn := range conns {
-			conn.Close()
-			if err != nil && ctx.Err() == nil {
-				if i == 0 {
-					c.sends.Lost(conn)
-				} else {
-					c.subs.Lost(conn)
-				}
-			}
-		}
-	}()
-	send, err := c.sends.Dial(ctx)
+	s, err := c.dial(ctx)
 	if err != nil {
 		return "", err
 	}
-	conns = append(conns, send)
-	subs := make([]*broker.Subscription, c.cfg.Workers)
+	defer func() { s.close(err != nil && ctx.Err() == nil) }()
+	c.log.Info("connected to broker", slog.String("addr", s.node), slog.String("verzending_addr", s.send.Node),
+		slog.String("server", s.recv[0].Server), slog.String("heart_beats", s.recv[0].HeartBeats))
+	c.connected.Store(true)
+	defer c.connected.Store(false)
+	return s.node, c.serve(ctx, s)
+}
+
+// conns are a session's broker connections. Each worker receives on a connection of its own,
+// with one cumulative subscription, and handles its messages in delivery order, so one ack
+// frame acknowledges a whole batch. Sends go over one more connection: a receipt awaited on a
+// subscribing connection can deadlock behind prefetched messages (go-stomp reads frames in one
+// loop). The subscribing connections go to one node (the Dialer stays with the node that
+// answered) unless it fails meanwhile, and the next session after a failure starts at the next
+// node; the sending one always goes to the first node that answers (Config.Broker).
+type conns struct {
+	c    *Consumer
+	send *broker.Conn
+	recv []*broker.Conn
+	subs []*broker.Subscription
+	node string // the nodes the workers subscribed on, comma-separated
+}
+
+// dial opens a session's connections and subscriptions; on failure it closes what it opened.
+func (c *Consumer) dial(ctx context.Context) (_ *conns, err error) {
+	s := &conns{c: c}
+	defer func() {
+		if err != nil {
+			s.close(ctx.Err() == nil)
+		}
+	}()
+	if s.send, err = c.sends.Dial(ctx); err != nil {
+		return nil, err
+	}
 	perWorker := (c.cfg.Prefetch + c.cfg.Workers - 1) / c.cfg.Workers
 	var nodes []string
-	var recv *broker.Conn
-	for i := range subs {
-		if recv, err = c.subs.Dial(ctx); err != nil {
-			return "", err
+	for range c.cfg.Workers {
+		recv, err := c.subs.Dial(ctx)
+		if err != nil {
+			return nil, err
 		}
-		conns = append(conns, recv)
+		s.recv = append(s.recv, recv)
 		if !slices.Contains(nodes, recv.Node) {
 			nodes = append(nodes, recv.Node)
 		}
 		// The subscription is not tied to ctx: on shutdown the workers finish what they hold
 		// and then the connection is closed, which hands back what was prefetched.
-		if subs[i], err = recv.SubscribeCumulative(context.Background(), c.cfg.Queue, perWorker); err != nil {
-			return "", err
+		sub, err := recv.SubscribeCumulative(context.Background(), c.cfg.Queue, perWorker)
+		if err != nil {
+			return nil, err
+		}
+		s.subs = append(s.subs, sub)
+	}
+	s.node = strings.Join(nodes, ",")
+	return s, nil
+}
+
+// close closes the connections, which hands back every publication not acknowledged; failed
+// tells their dialers the nodes failed, so that the next session tries the next one.
+func (s *conns) close(failed bool) {
+	if s.send != nil {
+		s.send.Close()
+		if failed {
+			s.c.sends.Lost(s.send)
 		}
 	}
-	node = strings.Join(nodes, ",")
-	c.log.Info("connected to broker", slog.String("addr", node), slog.String("verzending_addr", send.Node),
-		slog.String("server", recv.Server), slog.String("heart_beats", recv.HeartBeats))
-	c.connected.Store(true)
-	defer c.connected.Store(false)
+	for _, recv := range s.recv {
+		recv.Close()
+		if failed {
+			s.c.subs.Lost(recv)
+		}
+	}
+}
 
+// serve runs a worker per subscription until one fails, the watchdog hands a batch back, or
+// ctx ends. On ctx's end the workers take nothing new and finish what they hold within
+// ShutdownGrace; a broken connection abandons it at once.
+func (c *Consumer) serve(ctx context.Context, s *conns) error {
 	// sctx stops the workers taking new publications; hard, ShutdownGrace later, abandons the
 	// one in hand. A broken connection cancels both at once.
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -251,26 +285,21 @@ func (c *Consumer) session(ctx context.Context) (node string, err error) {
 		time.AfterFunc(c.cfg.ShutdownGrace, hardCancel)
 	})
 	defer stopGrace()
-	go c.watch(sctx, cancel, func() {
-		for _, conn := range conns {
-			conn.Close()
-		}
-	})
+	go c.watch(sctx, cancel, func() { s.close(false) })
 	var wg sync.WaitGroup
-	for i, sub := range subs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.work(sctx, hard, sub, send, c.batches[i]); err != nil {
+	for i, sub := range s.subs {
+		w := &worker{Consumer: c, sub: sub, send: s.send, b: c.batches[i]}
+		wg.Go(func() {
+			if err := w.run(sctx, hard); err != nil {
 				cancel(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := context.Cause(sctx); err != nil && !errors.Is(err, context.Canceled) {
-		return node, err
+		return err
 	}
-	return node, ctx.Err()
+	return ctx.Err()
 }
 
 // watch hands back the batches of this session that a worker has held for longer than
@@ -299,59 +328,6 @@ func (c *Consumer) watch(ctx context.Context, cancel context.CancelCauseFunc, cl
 				slog.Any("admhnd_ids", b.ids()))
 			cancel(err)
 			closeAll()
-		}
-	}
-}
-
-// work handles batches of publications until ctx ends; hard bounds the batch in hand.
-func (c *Consumer) work(ctx, hard context.Context, sub *broker.Subscription, send *broker.Conn, b *batch) error {
-	for {
-		var m *broker.Delivery
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return nil
-		case m, ok = <-sub.C():
-		}
-		msgs, broken := c.fill(sub, m, ok)
-		if len(msgs) > 0 {
-			start := time.Now()
-			b.begin(msgs)
-			if err := c.handle(hard, msgs, send, b); err != nil {
-				b.end()
-				return err
-			}
-			c.processing.Observe(time.Since(start).Seconds())
-			// Acks are not bound to ctx: what was processed is acknowledged even during shutdown.
-			// The subscription is cumulative: the batch's last message acks all of it.
-			b.at(stepAck)
-			err := sub.Ack(context.Background(), msgs[len(msgs)-1])
-			b.end()
-			if err != nil {
-				return err
-			}
-		}
-		if broken != nil {
-			return broken
-		}
-	}
-}
-
-// fill starts a batch with m and adds what is already prefetched, up to Batch, without
-// waiting. broken reports a subscription that ended; the batch so far is still handled.
-func (c *Consumer) fill(sub *broker.Subscription, m *broker.Delivery, ok bool) (batch []*broker.Delivery, broken error) {
-	for {
-		if !ok {
-			return batch, sub.Err()
-		}
-		batch = append(batch, m)
-		if len(batch) >= c.cfg.Batch {
-			return batch, nil
-		}
-		select {
-		case m, ok = <-sub.C():
-		default:
-			return batch, nil
 		}
 	}
 }

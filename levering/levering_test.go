@@ -51,7 +51,10 @@ func startOn(t *testing.T, f brptest.Form, cfg levering.Config) *env {
 	q := brptest.NewQueues(t)
 	reg := prometheus.NewRegistry()
 	cfg.Queue, cfg.VerzendingQueue, cfg.DeadLetterQueue = q.Publicatie, q.Verzending, q.DLQ
-	cfg.Workers, cfg.Broker, cfg.Registerer = 2, brptest.Broker(), reg
+	cfg.Workers, cfg.Registerer = 2, reg
+	if cfg.Broker.Addr == "" {
+		cfg.Broker = brptest.Broker()
+	}
 	c, err := levering.New(db, cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +161,36 @@ func TestDuplicatePublicationDeliversOnce(t *testing.T) {
 	if s := brptest.Status(t, e.db, 7); s != "geleverd" {
 		t.Fatalf("status %q, want geleverd", s)
 	}
+}
+
+// A consumer that cannot reach the broker keeps trying, and delivers once it can; the same
+// after the broker went away under it.
+func TestConsumerWaitsForTheBroker(t *testing.T) {
+	t.Parallel()
+	cfg := brptest.Broker()
+	p := brptest.NewProxy(t, cfg.Addr)
+	p.Down()
+	cfg.Addr = p.Addr()
+	e := startWith(t, levering.Config{Broker: cfg})
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}}, load.Handeling{ID: 2, Personen: []int64{20}})
+	brptest.Publish(t, e.q.Publicatie, publication(1, 10))
+	brptest.Eventually(t, 10*time.Second, func() error {
+		if n := reconnects(t, e, "broker"); n != 1 {
+			return fmt.Errorf("%v broker outages counted, want 1", n)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // several dials fail meanwhile (backoff from 100 ms)
+	if e.c.Connected() {
+		t.Fatal("connected while the broker is away")
+	}
+	p.Up()
+	e.waitCounts(t, levering.Counts{Delivered: 1})
+	p.Down()
+	brptest.Publish(t, e.q.Publicatie, publication(2, 20))
+	time.Sleep(500 * time.Millisecond)
+	p.Up()
+	e.waitCounts(t, levering.Counts{Delivered: 2})
 }
 
 func TestAlreadyDeliveredProducesNothing(t *testing.T) {

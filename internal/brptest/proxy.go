@@ -44,6 +44,20 @@ func (p *Proxy) URL(dbURL string) string {
 	return strings.Replace(dbURL, p.p.Upstream, p.Addr(), 1)
 }
 
+// Down stops the proxy: its connections close and new ones are refused, as when the service
+// behind it stopped. Up starts it again on the same address.
+func (p *Proxy) Down() { p.setEnabled(false) }
+
+// Up ends Down.
+func (p *Proxy) Up() { p.setEnabled(true) }
+
+func (p *Proxy) setEnabled(on bool) {
+	p.t.Helper()
+	if err := p.p.Update(&toxiproxy.Proxy{Listen: p.p.Listen, Upstream: p.p.Upstream, Enabled: on}); err != nil {
+		p.t.Fatalf("brptest: proxy enabled=%v: %v", on, err)
+	}
+}
+
 // Cut makes the proxy a partition that drops packets: every connection, open or new, stays
 // open while nothing passes in either direction (toxiproxy's timeout toxic with timeout 0).
 // Neither side sees the socket close.
