@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -674,6 +675,17 @@ func (h *hostile) verify(w *world, dlq *brptest.Reader) {
 	}
 	rep := load.CheckOrder(ids, onQueue)
 	if len(rep.Violations) > 0 {
+		copies := map[int64][]int{} // where each handeling's messages lie on the queue
+		for i, id := range ids {
+			copies[id] = append(copies[id], i)
+		}
+		for _, v := range rep.Violations {
+			var p, a, b int64
+			if _, err := fmt.Sscanf(v, "person %d: handeling %d", &p, &a); err == nil {
+				fmt.Sscanf(v[strings.Index(v, "after ")+6:], "%d", &b) //nolint:errcheck // diagnosis only
+				t.Logf("%s: %d (%s) at messages %v, %d (%s) at %v", v, a, h.regs[a].kind, copies[a], b, h.regs[b].kind, copies[b])
+			}
+		}
 		t.Fatalf("per-person order violated on the verzending queue:\n%v", rep.Violations)
 	}
 	var set []int64
