@@ -39,7 +39,9 @@ import (
 // previous one of each of its persons) with link_p50_ms (the median time from one link
 // geleverd to the next, from tslev) and chain_bound_hps (what the chain allows: handelingen /
 // (longest_chain x link_p50)); head_of_queue's others_hps and head_s (the seconds the one
-// person's 10,000 took, from the first publication); wide's round_ms, message_bytes and
+// person's 10,000 took, from the first publication; head_links, the publications that carried
+// them, with head_deliver_ms from a publication to its delivery and head_gap_ms from a
+// delivery to the next publication, medians); wide's round_ms, message_bytes and
 // delivered_ms; blocked's round_p50_ms and round_p90_ms. Timing goals are reported here, not
 // asserted; what must hold (all delivered, per-person order) is asserted in every shape.
 func BenchmarkWorkloadShapes(b *testing.B) {
@@ -86,6 +88,22 @@ func BenchmarkWorkloadShapes(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(secs, "head_s")
+				// Where a link of its chain goes: from its publication to its delivery (broker
+				// and consumer), and from the previous link's delivery to its publication (the
+				// publisher). A link is what one publication carried (one tspub).
+				var links int
+				var deliverMs, gapMs float64
+				if err := sr.w.db.QueryRow(`
+					with g as (select tspub, max(tslev) as lev from admhnd where id <= 10000 group by tspub),
+					l as (select extract(epoch from lev - tspub) * 1000 as d,
+						extract(epoch from tspub - lag(lev) over (order by tspub)) * 1000 as gap from g)
+					select count(*), percentile_cont(0.5) within group (order by d),
+						coalesce(percentile_cont(0.5) within group (order by gap), 0) from l`).Scan(&links, &deliverMs, &gapMs); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(links), "head_links")
+				b.ReportMetric(deliverMs, "head_deliver_ms")
+				b.ReportMetric(gapMs, "head_gap_ms")
 			}},
 		{"wide", func() []load.Handeling {
 			h := load.Handeling{ID: 1, Soort: "VERHUIZING", Tsreg: time.Now().Add(-time.Hour)}
