@@ -7,6 +7,37 @@ import (
 	"fmt"
 )
 
+// The statements on publicatie_lease, all of them here: publicatie's elector writes the lease
+// with them, and ReadLease reads it for publicatie's Status and operate's overview. The lease is
+// judged by the database clock only; the epoch grows by one on every takeover, and a round
+// commits only under the epoch it began with (LeaseRenewSQL is its fence).
+const (
+	// LeaseEnsureSQL creates cluster $1's row if it is missing.
+	LeaseEnsureSQL = `insert into publicatie_lease (cluster) values ($1) on conflict do nothing`
+	// LeaseAcquireSQL makes $2 the holder of cluster $1 under a new epoch, which it returns, if
+	// nobody holds it or its holder has been silent for longer than $3 seconds.
+	LeaseAcquireSQL = `
+		update publicatie_lease
+		set holder = $2, epoch = epoch + 1, heartbeat = now(), acquired = now()
+		where cluster = $1 and (holder = '' or heartbeat < now() - make_interval(secs => $3))
+		returning epoch`
+	// LeaseRenewSQL records holder $2's activity under epoch $3; it updates no row when the
+	// lease is no longer theirs.
+	LeaseRenewSQL = `
+		update publicatie_lease set heartbeat = now()
+		where cluster = $1 and holder = $2 and epoch = $3`
+	// LeaseReleaseSQL hands the lease of holder $2 under epoch $3 over: no holder, and the
+	// heartbeat records the moment (HandedOver).
+	LeaseReleaseSQL = `
+		update publicatie_lease set holder = '', heartbeat = now()
+		where cluster = $1 and holder = $2 and epoch = $3`
+	leaseReadSQL = `
+		select holder, epoch,
+		       case when heartbeat = '-infinity' then -1
+		            else extract(epoch from now() - heartbeat)::float8 end
+		from publicatie_lease where cluster = $1`
+)
+
 // Lease is a polling cluster's publication lease (table publicatie_lease) as the database
 // sees it: publicatie's Status and operate's overview both read it with ReadLease.
 type Lease struct {
@@ -36,11 +67,7 @@ type RowQueryer interface {
 // activity.
 func ReadLease(ctx context.Context, q RowQueryer, cluster string) (Lease, error) {
 	l := Lease{Cluster: cluster, SecondsSinceActivity: -1}
-	err := q.QueryRowContext(ctx, `
-		select holder, epoch,
-		       case when heartbeat = '-infinity' then -1
-		            else extract(epoch from now() - heartbeat)::float8 end
-		from publicatie_lease where cluster = $1`, cluster).Scan(&l.Holder, &l.Epoch, &l.SecondsSinceActivity)
+	err := q.QueryRowContext(ctx, leaseReadSQL, cluster).Scan(&l.Holder, &l.Epoch, &l.SecondsSinceActivity)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Lease{Cluster: cluster, SecondsSinceActivity: -1}, fmt.Errorf("read lease: %w", err)
 	}

@@ -17,9 +17,9 @@ import (
 // round was rolled back.
 var ErrLostLease = errors.New("publicatie: lease lost")
 
-// lease is the cluster's publication right, kept in publicatie_lease and judged by the
-// database clock only. The epoch grows by one on every takeover; a round commits only if the
-// epoch it was started under is still the current one.
+// lease is the cluster's publication right, kept in publicatie_lease (its statements are
+// handeling's Lease*SQL) and judged by the database clock only. The epoch grows by one on every
+// takeover; a round commits only if the epoch it was started under is still the current one.
 type lease struct {
 	db        *sqlx.DB
 	cluster   string
@@ -30,7 +30,7 @@ type lease struct {
 // ensureRow creates the cluster's row if it is missing. Where it exists and a round holds it
 // (the fence's update), the insert waits for that round as the update would: q bounds it.
 func (l *lease) ensureRow(ctx context.Context, q execer) error {
-	_, err := q.ExecContext(ctx, `insert into publicatie_lease (cluster) values ($1) on conflict do nothing`, l.cluster)
+	_, err := q.ExecContext(ctx, handeling.LeaseEnsureSQL, l.cluster)
 	if err != nil {
 		return fmt.Errorf("lease: create row: %w", err)
 	}
@@ -58,11 +58,7 @@ func (l *lease) acquire(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var epoch int64
-	err = tx.GetContext(ctx, &epoch, `
-		update publicatie_lease
-		set holder = $2, epoch = epoch + 1, heartbeat = now(), acquired = now()
-		where cluster = $1 and (holder = '' or heartbeat < now() - make_interval(secs => $3))
-		returning epoch`, l.cluster, l.holder, l.wartezeit.Seconds())
+	err = tx.GetContext(ctx, &epoch, handeling.LeaseAcquireSQL, l.cluster, l.holder, l.wartezeit.Seconds())
 	if errors.Is(err, sql.ErrNoRows) || dbsession.IsLockTimeout(err) {
 		return 0, nil
 	}
@@ -77,7 +73,7 @@ func (l *lease) acquire(ctx context.Context) (int64, error) {
 
 // renew records polling activity; false means the lease is no longer ours.
 func (l *lease) renew(ctx context.Context, q execer, epoch int64) (bool, error) {
-	res, err := q.ExecContext(ctx, renewSQL, l.cluster, l.holder, epoch)
+	res, err := q.ExecContext(ctx, handeling.LeaseRenewSQL, l.cluster, l.holder, epoch)
 	if err != nil {
 		return false, fmt.Errorf("lease: renew: %w", err)
 	}
@@ -87,10 +83,6 @@ func (l *lease) renew(ctx context.Context, q execer, epoch int64) (bool, error) 
 	}
 	return n == 1, nil
 }
-
-const renewSQL = `
-		update publicatie_lease set heartbeat = now()
-		where cluster = $1 and holder = $2 and epoch = $3`
 
 // execer runs a statement: the pool, a transaction, or a prepared.Cache or prepared.Tx.
 type execer interface {
@@ -103,9 +95,7 @@ type execer interface {
 // operators see (publicatie status, the status page). It once went to '-infinity', and they
 // read "last activity never" after every clean handover.
 func (l *lease) release(ctx context.Context, epoch int64) error {
-	_, err := l.db.ExecContext(ctx, `
-		update publicatie_lease set holder = '', heartbeat = now()
-		where cluster = $1 and holder = $2 and epoch = $3`, l.cluster, l.holder, epoch)
+	_, err := l.db.ExecContext(ctx, handeling.LeaseReleaseSQL, l.cluster, l.holder, epoch)
 	if err != nil {
 		return fmt.Errorf("lease: release: %w", err)
 	}

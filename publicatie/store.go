@@ -113,7 +113,7 @@ type querier interface {
 
 // roundSQL are the statements of a round that run prepared (see package prepared); not
 // intakeSQL, whose plan depends on its exclusion list.
-var roundSQL = []string{renewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
+var roundSQL = []string{handeling.LeaseRenewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
 	blockedSQL, touchStaleSQL, markSQL, latePersonsSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
