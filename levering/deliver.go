@@ -119,11 +119,13 @@ var checkSQL = `
 			    or h.statuslev = ` + handeling.InLeveringSQL + `
 			    or h.statuslev = ` + handeling.GeleverdSQL + ` and (` + orderSQL("h.tsreg") + `, h.id) > (pp.lo_k, pp.lo_id))
 		)
-		select 'b', b.id, b.soort, ` + placeSQL("b.tsreg") + `, b.statuslev::text, b.vrijgegeven is not null, coalesce(p.personen, '{}')
+		select 'b', b.id, b.soort, ` + placeSQL("b.tsreg") + `, b.statuslev::text, b.vrijgegeven is not null, coalesce(p.personen, '{}'),
+			exists (select from levering_onderweg where admhnd_id = b.id)
 		from b left join (
 			select id, array_agg(distinct persoon_id order by persoon_id) as personen from bp group by id) p on p.id = b.id
 		union all
-		select 'h', h.id, '', ` + placeSQL("h.tsreg") + `, h.statuslev::text, h.vrijgegeven is not null, array[h.persoon_id]
+		select 'h', h.id, '', ` + placeSQL("h.tsreg") + `, h.statuslev::text, h.vrijgegeven is not null, array[h.persoon_id],
+			h.statuslev = ` + handeling.InLeveringSQL + ` and exists (select from levering_onderweg where admhnd_id = h.id)
 		from h`
 
 // orderSQL is the tsreg column col as a key that sorts as place.compare does: a tsreg outside
@@ -183,8 +185,9 @@ const holdNewerSQL = `select id, statuslev::text from admhnd where id = any($1) 
 // ($1, returning their tslev), fout with a reason ($2, $3), back to be delivered ($4: the
 // update fires admhnd_teruggezet of migration 0007, so the publisher takes them back before
 // anything newer of their persons), and ($5) older handelingen still to be delivered that held
-// one back, recorded for the publisher, whose view may lack them (registered late). Each
-// status is assigned as a bare literal: bijhouding's statuslev may be an enum.
+// one back, recorded for the publisher, whose view may lack them (registered late); and it
+// removes the levering_onderweg records of those now geleverd ($1, and $6: found geleverd
+// already). Each status is assigned as a bare literal: bijhouding's statuslev may be an enum.
 var applySQL = `
 		with f as (
 			update admhnd set statuslev = ` + handeling.FoutSQL + `, foutreden = ($3::text[])[array_position($2::bigint[], id)]
@@ -196,6 +199,9 @@ var applySQL = `
 		), n as (
 			insert into publicatie_nakomer (admhnd_id) select x from unnest($5::bigint[]) as x order by x
 			on conflict (admhnd_id) do nothing
+			returning admhnd_id
+		), o as (
+			delete from levering_onderweg where admhnd_id = any($1) or admhnd_id = any($6)
 			returning admhnd_id
 		)
 		update admhnd set statuslev = ` + handeling.GeleverdSQL + `, tslev = now() where id = any($1)
@@ -212,7 +218,8 @@ type row struct {
 	personen    []int64
 	blocker     int64   // the oldest older handeling outside the batch to be delivered first; 0: none
 	blockerNull bool    // that one is still to be delivered (NULL), not in levering or fout
-	overtaken   bool    // a newer handeling of one of its persons outside the batch is geleverd
+	overtaken   bool    // a newer handeling of one of its persons outside the batch is geleverd, or may be out (onderweg)
+	onderweg    bool    // levering_onderweg records it: a copy of it may be on the verzending queue (migration 0012)
 	newerInLev  []int64 // newer handelingen of its persons outside the batch in levering
 }
 
@@ -237,7 +244,7 @@ func (a place) compare(b place) int {
 // other is a handeling outside the batch that shares a person with it (checkSQL's 'h' rows).
 type other struct {
 	at                          place
-	open, teLeveren, lev, inLev bool
+	open, teLeveren, lev, inLev bool // lev: geleverd, or a copy of it may be out (onderweg)
 }
 
 // deliver runs the consumer's database transaction for a batch of distinct ids, sorted (the
@@ -282,6 +289,9 @@ func (w *worker) deliver(ctx context.Context, ids []int64, carried map[int64][][
 		}
 	}
 	res := decide(rows, carried, newer, w.cfg.Excluded, w.cfg.FoutPolicy == handeling.Strict)
+	if err := w.markOnderweg(ctx, res); err != nil {
+		return nil, err
+	}
 	found, err := w.apply(ctx, q, res, rows)
 	if err != nil {
 		return nil, err
@@ -376,7 +386,7 @@ func (c *Consumer) check(ctx context.Context, q prepared.Tx, ids []int64) ([]row
 		var r row
 		var personen pq.Int64Array
 		var status sql.NullString
-		if err := rs.Scan(&kind, &r.id, &r.soort, &r.at.end, &r.tsreg, &status, &r.vrijgegeven, &personen); err != nil {
+		if err := rs.Scan(&kind, &r.id, &r.soort, &r.at.end, &r.tsreg, &status, &r.vrijgegeven, &personen, &r.onderweg); err != nil {
 			return nil, fmt.Errorf("check: %w", err)
 		}
 		r.at.tsreg, r.at.id, r.status = r.tsreg.Time, r.id, handeling.Status(status.String)
@@ -385,7 +395,7 @@ func (c *Consumer) check(ctx context.Context, q prepared.Tx, ids []int64) ([]row
 			out = append(out, r)
 			continue
 		}
-		o := other{at: r.at, teLeveren: !status.Valid, lev: r.status == handeling.Geleverd, inLev: r.status == handeling.InLevering}
+		o := other{at: r.at, teLeveren: !status.Valid, lev: r.status == handeling.Geleverd || r.onderweg, inLev: r.status == handeling.InLevering}
 		o.open = o.teLeveren || o.inLev || r.status == handeling.Fout && strict && !r.vrijgegeven
 		byPerson[personen[0]] = append(byPerson[personen[0]], o)
 	}
@@ -429,6 +439,19 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 		res[id] = result{outcome: unknown}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return a.at.compare(b.at) })
+	// A handeling of the batch older than one of its persons' onderweg ones (a copy of that
+	// one may be out) is overtaken as by a geleverd one outside the batch.
+	outRun := map[int64]bool{} // person -> a newer handeling of the batch is onderweg
+	behindOut := map[int64]bool{}
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := rows[i]
+		behindOut[r.id] = slices.ContainsFunc(r.personen, func(p int64) bool { return outRun[p] })
+		if r.onderweg && r.status == handeling.InLevering {
+			for _, p := range r.personen {
+				outRun[p] = true
+			}
+		}
+	}
 	held := map[int64]string{} // person -> why its later handelingen of the batch wait
 	hold := func(reason string, persons ...[]int64) {
 		for _, ps := range persons {
@@ -473,7 +496,12 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 		case !r.tsreg.Valid:
 			out = result{outcome: markedFout, reason: handeling.FoutTsreg}
 			hold(reasonBehindFout, r.personen)
-		case r.overtaken || slices.ContainsFunc(r.newerInLev, func(id int64) bool { return newer[id] == handeling.Geleverd }):
+		case r.onderweg:
+			// A batch before sent it and did not commit (killed between the two commits): a
+			// copy may be out. Delivered again whatever else holds: a duplicate after that
+			// copy; the older handelingen of its persons are overtaken.
+			out = result{outcome: delivered}
+		case r.overtaken || behindOut[r.id] || slices.ContainsFunc(r.newerInLev, func(id int64) bool { return newer[id] == handeling.Geleverd }):
 			// A newer handeling of one of its persons already reached afnemers (this one was
 			// registered, or got its persons, late): delivered now, it would come after it.
 			out = result{outcome: markedFout, reason: handeling.FoutOvertaken}
@@ -504,10 +532,38 @@ func carriedAre(carried [][]int64, personen []int64) bool {
 	return true
 }
 
+// markOnderweg records, committed on a connection of its own, the handelingen this batch is
+// about to send (migration 0012): should the batch not commit after its broker commit, the
+// record says a copy of them may be out. applySQL removes it with the commit that sets them
+// geleverd. One statement a batch that delivers anything; none on a batch that does not.
+func (w *worker) markOnderweg(ctx context.Context, res map[int64]result) error {
+	var ids []int64
+	for id, r := range res {
+		if r.outcome == delivered {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	if _, err := w.db.ExecContext(ctx, markOnderwegSQL, pq.Array(ids)); err != nil {
+		return fmt.Errorf("record verzendingen onderweg: %w", err)
+	}
+	return nil
+}
+
+const markOnderwegSQL = `insert into levering_onderweg (admhnd_id) select unnest($1::bigint[]) on conflict do nothing`
+
 // apply runs applySQL for res and returns the delivered handelingen's verzendingen.
 func (c *Consumer) apply(ctx context.Context, q prepared.Tx, res map[int64]result, rows []row) (map[int64]*Verzending, error) {
-	var lev, foutIDs, back, blockers []int64
+	var lev, foutIDs, back, blockers, gone []int64
 	var redenen []string
+	for _, r := range rows {
+		if r.onderweg && res[r.id].outcome == duplicate {
+			gone = append(gone, r.id) // geleverd by now: its record is done with
+		}
+	}
 	for id, r := range res {
 		switch r.outcome {
 		case delivered:
@@ -525,10 +581,11 @@ func (c *Consumer) apply(ctx context.Context, q prepared.Tx, res map[int64]resul
 			blockers = append(blockers, r.blocker)
 		}
 	}
-	if len(lev)+len(foutIDs)+len(back) == 0 {
+	if len(lev)+len(foutIDs)+len(back)+len(gone) == 0 {
 		return nil, nil
 	}
-	rs, err := q.QueryContext(ctx, applySQL, pq.Array(lev), pq.Array(foutIDs), pq.Array(redenen), pq.Array(back), pq.Array(blockers))
+	rs, err := q.QueryContext(ctx, applySQL, pq.Array(lev), pq.Array(foutIDs), pq.Array(redenen), pq.Array(back), pq.Array(blockers),
+		pq.Array(gone))
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}

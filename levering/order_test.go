@@ -2,6 +2,7 @@ package levering_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -345,4 +346,70 @@ func TestPersonsCommittedWhileAConsumerChecks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A batch cut off between its broker commit and its database commit (killed, its database
+// lost) leaves copies on the verzending queue of handelingen that are in levering again. Its
+// record in levering_onderweg (migration 0012), committed before the send, says so: an older
+// handeling of their persons that arrives late is overtaken, outside the batch or in it, and
+// the handeling itself is delivered again (a duplicate) however it is checked.
+func TestVerzendingOnderwegOvertakesOlderOnes(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	// 5 and 7 were sent by a batch that did not commit; 3 and 6 arrived late, older.
+	insert(t, e.db, "in_levering", load.Handeling{ID: 3, Personen: []int64{10}}, load.Handeling{ID: 5, Personen: []int64{10}},
+		load.Handeling{ID: 6, Personen: []int64{30}}, load.Handeling{ID: 7, Personen: []int64{30}},
+		load.Handeling{ID: 4, Personen: []int64{20}})
+	e.db.MustExec(`delete from publicatie_nakomer`)
+	e.db.MustExec(`insert into levering_onderweg (admhnd_id) values (5), (7)`)
+	brptest.Publish(t, e.q.Publicatie, publication(3, 10), publication(4, 20),
+		group(handeling.Member{ID: 6, Personen: []int64{30}}, handeling.Member{ID: 7, Personen: []int64{30}}))
+	e.waitCounts(t, levering.Counts{Delivered: 2, Fout: 2})
+	for id, want := range map[int64]string{3: "fout", 4: "geleverd", 6: "fout", 7: "geleverd"} {
+		if s := brptest.Status(t, e.db, id); s != want {
+			t.Fatalf("handeling %d %q, want %q", id, s, want)
+		}
+	}
+	brptest.Publish(t, e.q.Publicatie, publication(5, 10))
+	e.waitCounts(t, levering.Counts{Delivered: 3, Fout: 2})
+	var left []int64
+	if err := e.db.Select(&left, `select admhnd_id from levering_onderweg order by 1`); err != nil || len(left) != 0 {
+		t.Fatalf("levering_onderweg holds %v (%v) once 5 and 7 are geleverd, want nothing", left, err)
+	}
+}
+
+// The record is committed before the send and stays while the batch has not committed; the
+// commit that sets the handeling geleverd removes it.
+func TestVerzendingOnderwegIsRecordedBeforeTheSend(t *testing.T) {
+	t.Parallel()
+	sent, release := make(chan struct{}), make(chan error)
+	var once sync.Once
+	cfg := levering.Config{}
+	cfg.Hooks.AfterVerzending = func(context.Context, []int64) error {
+		var err error
+		once.Do(func() {
+			close(sent)
+			err = <-release
+		})
+		return err
+	}
+	e := startWith(t, cfg)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}})
+	brptest.Publish(t, e.q.Publicatie, publication(1, 10))
+	<-sent
+	var n int
+	if err := e.db.Get(&n, `select count(*) from levering_onderweg where admhnd_id = 1`); err != nil || n != 1 {
+		t.Fatalf("handeling 1 recorded onderweg %d times (%v) while its copy is out and its batch open, want 1", n, err)
+	}
+	release <- errors.New("cut off after the broker commit") // the batch rolls back; the record stays
+	e.waitCounts(t, levering.Counts{Delivered: 1})
+	if err := e.db.Get(&n, `select count(*) from levering_onderweg`); err != nil || n != 0 {
+		t.Fatalf("levering_onderweg holds %d (%v) once handeling 1 is geleverd, want 0", n, err)
+	}
+	brptest.Eventually(t, 10*time.Second, func() error {
+		if c := e.verzending.Count(); c != 2 {
+			return fmt.Errorf("%d verzending messages, want 2 (the first copy and the delivery)", c)
+		}
+		return nil
+	})
 }
