@@ -41,9 +41,7 @@ type Config struct {
 	// Default Workers*Batch, so every worker can fill a batch.
 	Prefetch int
 	// ShutdownGrace is how long, after ctx ends, a worker may still finish the publication it
-	// holds (and ack it) before it is abandoned and goes back to the queue; a batch that has
-	// begun its verzending send finishes it and commits (Broker.OpTimeout, then one resend of
-	// at most 5 s, bound it). Default 10s.
+	// holds (and ack it) before it is abandoned and goes back to the queue. Default 10s.
 	ShutdownGrace time.Duration
 	// BatchTimeout is the longest a worker may hold a batch. A batch held longer (the
 	// database unreachable from this process only, a dependency that hangs) is logged with

@@ -257,12 +257,7 @@ func (w *worker) deliver(ctx context.Context, ids []int64, carried map[int64][][
 	// right plans for every batch. An error is the database being away, which BeginTxx reports.
 	w.b.at(stepLock)
 	_ = w.stmts.Prepare(ctx, lockSQL, checkSQL, applySQL)
-	// The transaction is not tied to ctx: once the verzending messages may be on the broker,
-	// it commits whatever ctx does (a shutdown's grace ending, another worker's connection
-	// breaking). Rolled back, it would leave afnemers a copy of a handeling the database still
-	// has in levering, which a late arrival of an older one could then follow (CONTRACT.md
-	// section 5, the first occurrences). The statements before the send do follow ctx.
-	tx, err := w.db.BeginTxx(context.WithoutCancel(ctx), nil)
+	tx, err := w.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
@@ -304,7 +299,7 @@ func (w *worker) deliver(ctx context.Context, ids []int64, carried map[int64][][
 		return nil, err
 	}
 	w.b.at(stepVerzending)
-	if err := w.sendVerzending(ctx, msgs); err != nil {
+	if err := w.send.Send(ctx, msgs...); err != nil {
 		return nil, fmt.Errorf("%w: verzending: %w", errBroker, err)
 	}
 	if len(sent) > 0 {
@@ -319,52 +314,6 @@ func (w *worker) deliver(ctx context.Context, ids []int64, carried map[int64][][
 	w.logOutcomes(res, ids, sent)
 	w.observeDelays(found, sent)
 	return res, nil
-}
-
-// resendWithin bounds sending a batch's verzending messages again after an answer was lost:
-// the batch's transaction waits meanwhile, well inside the database's idle-in-transaction
-// timeout (10 s by default).
-const resendWithin = 5 * time.Second
-
-// sendVerzending sends a batch's verzending messages in one broker transaction, not cut short
-// by ctx (the broker's OpTimeout bounds it). When the broker's answer does not come (the
-// connection broke, no receipt) it may have committed them all the same: they are sent again,
-// once, on a new connection, so that the batch can commit (a duplicate is harmless; a copy out
-// for a handeling left in levering is not). The worker sends on that connection from then on
-// (the failed one is closed). Only if that fails too does the batch roll back, logged as a
-// verzending that may be out.
-func (w *worker) sendVerzending(ctx context.Context, msgs []broker.Message) error {
-	err := w.send.Send(context.WithoutCancel(ctx), msgs...)
-	if err == nil || len(msgs) == 0 || errors.Is(err, broker.ErrNotText) {
-		return err
-	}
-	w.log.Warn("verzending not confirmed; sending it again before the commit", slog.Any("error", err),
-		slog.Int("messages", len(msgs)))
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resendWithin)
-	defer cancel()
-	conn, derr := w.sends.Dial(rctx)
-	if derr == nil {
-		if derr = conn.Send(rctx, msgs...); derr == nil {
-			if w.own != nil {
-				w.own.Close()
-			}
-			w.own, w.send = conn, conn
-		}
-	}
-	if derr != nil {
-		w.log.Error("verzending not confirmed and not sent again: its messages may be on the verzending queue while "+
-			"the handelingen stay in levering", slog.Any("error", derr), slog.Any("admhnd_ids", messageIDs(msgs)))
-		return errors.Join(err, derr)
-	}
-	return nil
-}
-
-func messageIDs(msgs []broker.Message) []int64 {
-	ids := make([]int64, 0, len(msgs))
-	for _, m := range msgs {
-		ids = append(ids, handeling.ParseID(m.Header[handeling.IDHeader]))
-	}
-	return ids
 }
 
 // check runs checkSQL for ids and works out, for each handeling of the batch, what bears on it
@@ -439,14 +388,16 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 		res[id] = result{outcome: unknown}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return a.at.compare(b.at) })
-	// A handeling of the batch older than one of its persons' onderweg ones (a copy of that
-	// one may be out) is overtaken as by a geleverd one outside the batch.
-	outRun := map[int64]bool{} // person -> a newer handeling of the batch is onderweg
+	// A handeling of the batch older than another of the batch that shares a person with it
+	// and is geleverd already (a publication that carried both: forged, misrouted, or a
+	// redelivery) or onderweg (a copy of it may be out) is overtaken, as by one outside the
+	// batch: checkSQL's other rows leave the batch's own out.
+	outRun := map[int64]bool{} // person -> a newer handeling of the batch is out
 	behindOut := map[int64]bool{}
 	for i := len(rows) - 1; i >= 0; i-- {
 		r := rows[i]
 		behindOut[r.id] = slices.ContainsFunc(r.personen, func(p int64) bool { return outRun[p] })
-		if r.onderweg && r.status == handeling.InLevering {
+		if r.status == handeling.Geleverd || r.onderweg && r.status == handeling.InLevering {
 			for _, p := range r.personen {
 				outRun[p] = true
 			}

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -415,74 +414,4 @@ func TestFoutInAGroupHoldsBackTheRestOfItsPersons(t *testing.T) {
 		}
 	}
 	wantHeldBack(t, e, map[string]float64{"behind_fout": 1})
-}
-
-// A batch whose verzending went out commits, even when the shutdown's grace ends right after
-// the send: rolled back, it would leave afnemers a copy of a handeling still in levering.
-func TestBatchCommitsOnceItsVerzendingIsOut(t *testing.T) {
-	t.Parallel()
-	db, _ := brptest.DB(t)
-	q := brptest.NewQueues(t)
-	insert(t, db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := levering.Config{Queue: q.Publicatie, VerzendingQueue: q.Verzending, DeadLetterQueue: q.DLQ, Broker: brptest.Broker(),
-		ShutdownGrace: time.Millisecond}
-	cfg.Hooks.AfterVerzending = func(context.Context, []int64) error {
-		cancel() // a SIGTERM; the grace ends while the batch is between its send and its commit
-		time.Sleep(200 * time.Millisecond)
-		return nil
-	}
-	c, err := levering.New(db, cfg, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	verzending := brptest.Read(t, q.Verzending)
-	brptest.Publish(t, q.Publicatie, publication(1, 10))
-	if err := c.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	brptest.Eventually(t, 10*time.Second, func() error {
-		if n := len(verzending.Messages()); n != 1 {
-			return fmt.Errorf("%d verzending messages, want 1", n)
-		}
-		return nil
-	})
-	if s := brptest.Status(t, db, 1); s != "geleverd" {
-		t.Fatalf("handeling 1 %q with its verzending out, want geleverd", s)
-	}
-}
-
-// A verzending whose receipt is lost (the broker committed it, its answer never came) is sent
-// again on a new connection and the batch commits: afnemers get a duplicate, never a copy of
-// a handeling the database still has in levering. Here every connection through the proxy
-// closes when the answers come back, so the publication, not yet acknowledged, comes again
-// and finds the handeling geleverd; rolled back instead, the batch would deliver it then.
-func TestVerzendingWithoutReceiptIsSentAgain(t *testing.T) {
-	t.Parallel()
-	cfg := brptest.Broker()
-	p := brptest.NewProxy(t, cfg.Addr)
-	cfg.Addr, cfg.OpTimeout = p.Addr(), time.Second
-	lc := levering.Config{Broker: cfg}
-	var once sync.Once
-	lc.Hooks.AfterLock = func(context.Context, []int64) error {
-		once.Do(func() {
-			p.Mute() // the verzending and its commit reach the broker; the receipt is lost
-			time.AfterFunc(500*time.Millisecond, p.Unmute)
-		})
-		return nil
-	}
-	e := startWith(t, lc)
-	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}})
-	brptest.Publish(t, e.q.Publicatie, publication(1, 10))
-	e.waitCounts(t, levering.Counts{Delivered: 1, Duplicates: 1})
-	if s := brptest.Status(t, e.db, 1); s != "geleverd" {
-		t.Fatalf("handeling 1 %q, want geleverd", s)
-	}
-	brptest.Eventually(t, 10*time.Second, func() error {
-		if n := len(e.verzending.Messages()); n != 2 {
-			return fmt.Errorf("%d verzending messages, want 2 (the first and the one sent again)", n)
-		}
-		return nil
-	})
 }

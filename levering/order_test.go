@@ -413,3 +413,22 @@ func TestVerzendingOnderwegIsRecordedBeforeTheSend(t *testing.T) {
 		return nil
 	})
 }
+
+// A publication that carries an older handeling together with a newer one of its person that
+// is geleverd already (forged, misrouted; the newer one reached afnemers first) ends the older
+// one fout as overtaken, as when the newer one comes in no publication at all.
+func TestOvertakenByAMemberOfItsOwnPublication(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "geleverd", load.Handeling{ID: 2, Personen: []int64{10}})
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10}})
+	e.db.MustExec(`delete from publicatie_nakomer`)
+	brptest.Publish(t, e.q.Publicatie, group(handeling.Member{ID: 2, Personen: []int64{10}}, handeling.Member{ID: 1, Personen: []int64{10}}))
+	e.waitCounts(t, levering.Counts{Fout: 1, Duplicates: 1})
+	if s := brptest.Status(t, e.db, 1); s != "fout" {
+		t.Fatalf("handeling 1 %q, want fout (overtaken by 2 of its own publication)", s)
+	}
+	if n := e.verzending.Count(); n != 0 {
+		t.Fatalf("%d verzending messages, want none", n)
+	}
+}

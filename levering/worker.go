@@ -14,17 +14,11 @@ type worker struct {
 	*Consumer
 	sub  *broker.Subscription
 	send *broker.Conn
-	own  *broker.Conn // a sending connection of the worker's own, after the session's failed (sendVerzending)
 	b    *batch
 }
 
 // run handles batches of publications until ctx ends; hard bounds the batch in hand.
 func (w *worker) run(ctx, hard context.Context) error {
-	defer func() {
-		if w.own != nil {
-			w.own.Close()
-		}
-	}()
 	for {
 		var m *broker.Delivery
 		var ok bool

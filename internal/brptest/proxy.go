@@ -44,24 +44,6 @@ func (p *Proxy) URL(dbURL string) string {
 	return strings.Replace(dbURL, p.p.Upstream, p.Addr(), 1)
 }
 
-// Mute stops the answers: what the client sends still reaches the service, nothing comes
-// back (a lost receipt). Unmute ends it.
-func (p *Proxy) Mute() {
-	p.t.Helper()
-	body := `{"name":"mute","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`
-	if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		p.t.Fatalf("brptest: mute proxy: %v", err)
-	}
-}
-
-// Unmute ends Mute.
-func (p *Proxy) Unmute() {
-	p.t.Helper()
-	if err := p.p.Toxics.RemoveToxic(context.Background(), "mute"); err != nil {
-		p.t.Fatalf("brptest: unmute proxy: %v", err)
-	}
-}
-
 // Down stops the proxy: its connections close and new ones are refused, as when the service
 // behind it stopped. Up starts it again on the same address.
 func (p *Proxy) Down() { p.setEnabled(false) }
