@@ -439,6 +439,12 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 		case r.status != handeling.InLevering:
 			out = result{outcome: heldBack, reason: reasonNotInLevering}
 			hold(reasonOlderOpen, r.personen)
+		case r.onderweg && len(r.personen) > 0 && r.tsreg.Valid:
+			// A batch before sent it and did not commit (killed between the two commits): a
+			// copy may be out. Delivered again whatever else holds, even persons added since
+			// (set back, it would no longer count as out): a duplicate after that copy; the
+			// older handelingen of its persons are overtaken.
+			out = result{outcome: delivered}
 		case !carriedAre(carried[r.id], r.personen):
 			out = result{outcome: heldBack, reason: reasonPersonsChanged}
 			hold(reasonOlderOpen, append(slices.Concat(carried[r.id]...), r.personen...))
@@ -447,11 +453,6 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 		case !r.tsreg.Valid:
 			out = result{outcome: markedFout, reason: handeling.FoutTsreg}
 			hold(reasonBehindFout, r.personen)
-		case r.onderweg:
-			// A batch before sent it and did not commit (killed between the two commits): a
-			// copy may be out. Delivered again whatever else holds: a duplicate after that
-			// copy; the older handelingen of its persons are overtaken.
-			out = result{outcome: delivered}
 		case r.overtaken || behindOut[r.id] || slices.ContainsFunc(r.newerInLev, func(id int64) bool { return newer[id] == handeling.Geleverd }):
 			// A newer handeling of one of its persons already reached afnemers (this one was
 			// registered, or got its persons, late): delivered now, it would come after it.

@@ -44,7 +44,8 @@ type Consumer struct {
 	sends   *broker.Dialer  // the connection for verzending (and dead-letter) sends
 }
 
-// New validates cfg and returns a Consumer; call Run to start it.
+// New validates cfg and returns a Consumer; call Run to start it. It raises db's connection
+// limit to at least two a worker plus one.
 func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -55,6 +56,12 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 		return nil, fmt.Errorf("%w: Broker: %w", ErrConfig, err)
 	}
 	sends, _ := broker.NewFirstDialer(cfg.Broker) // the same config, valid
+	// Each worker holds its batch's transaction and records what it is about to send on a
+	// second connection (markOnderweg): a smaller pool could leave every worker holding one
+	// connection and waiting for another.
+	if n := db.Stats().MaxOpenConnections; n > 0 && n < 2*cfg.Workers+1 {
+		db.SetMaxOpenConns(2*cfg.Workers + 1)
+	}
 	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB), subs: subs, sends: sends}
 	for range cfg.Workers {
 		c.batches = append(c.batches, &batch{})

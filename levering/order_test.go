@@ -432,3 +432,32 @@ func TestOvertakenByAMemberOfItsOwnPublication(t *testing.T) {
 		t.Fatalf("%d verzending messages, want none", n)
 	}
 }
+
+// A handeling recorded onderweg is delivered again even when persons were added to it since
+// (its copy is out; set back, it would no longer count as out).
+func TestOnderwegIsDeliveredDespiteLatePersons(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	insert(t, e.db, "in_levering", load.Handeling{ID: 1, Personen: []int64{10, 20}})
+	e.db.MustExec(`delete from publicatie_nakomer`)
+	e.db.MustExec(`insert into levering_onderweg (admhnd_id) values (1)`)
+	brptest.Publish(t, e.q.Publicatie, publication(1, 10)) // as its first attempt carried it
+	e.waitCounts(t, levering.Counts{Delivered: 1})
+	if s := brptest.Status(t, e.db, 1); s != "geleverd" {
+		t.Fatalf("handeling 1 %q, want geleverd", s)
+	}
+}
+
+// A consumer with more workers than its pool allows connections for two each raises the
+// limit: every worker holds its batch's transaction and records on a second connection.
+func TestManyWorkersOnASmallPool(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	db.SetMaxOpenConns(4)
+	if _, err := levering.New(db, levering.Config{Queue: "/queue/x", Broker: brptest.Broker(), Workers: 8}, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Stats().MaxOpenConnections; n != 17 {
+		t.Fatalf("pool limit %d, want 17 (two a worker and one)", n)
+	}
+}
