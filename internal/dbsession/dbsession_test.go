@@ -29,19 +29,19 @@ func TestSessionCarriesItsBoundsAndName(t *testing.T) {
 	db := open(t, url, dbsession.Settings{Command: "mutatielevering", StatementTimeout: 30 * time.Second,
 		LockTimeout: 5 * time.Second, IdleInTransactionTimeout: 10 * time.Second, TCPUserTimeout: 20 * time.Second})
 	var got struct {
-		Statement, Lock, Idle, App, UserTimeout string
-		Service                                 bool
+		Statement, Lock, Idle, App, UserTimeout, JIT string
+		Service                                      bool
 	}
 	err := db.QueryRowx(`select current_setting('statement_timeout'), current_setting('lock_timeout'),
 		current_setting('idle_in_transaction_session_timeout'), a.application_name,
-		current_setting('tcp_user_timeout'), `+dbsession.ServiceSessionSQL+`
+		current_setting('tcp_user_timeout'), current_setting('jit'), `+dbsession.ServiceSessionSQL+`
 		from pg_stat_activity a where a.pid = pg_backend_pid()`).Scan(
-		&got.Statement, &got.Lock, &got.Idle, &got.App, &got.UserTimeout, &got.Service)
+		&got.Statement, &got.Lock, &got.Idle, &got.App, &got.UserTimeout, &got.JIT, &got.Service)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The services run on 127.0.0.1, so tcp_user_timeout applies (it does not on a Unix socket).
-	if got.Statement != "30s" || got.Lock != "5s" || got.Idle != "10s" || got.UserTimeout != "20000" ||
+	if got.Statement != "30s" || got.Lock != "5s" || got.Idle != "10s" || got.UserTimeout != "20000" || got.JIT != "off" ||
 		got.App != dbsession.AppName("mutatielevering") || !strings.HasPrefix(got.App, "mutatielevering[") || !got.Service {
 		t.Fatalf("session settings %+v", got)
 	}
