@@ -218,7 +218,7 @@ type row struct {
 	personen    []int64
 	blocker     int64   // the oldest older handeling outside the batch to be delivered first; 0: none
 	blockerNull bool    // that one is still to be delivered (NULL), not in levering or fout
-	overtaken   bool    // a newer handeling of one of its persons outside the batch is geleverd, or may be out (onderweg)
+	overtaken   bool    // a newer handeling of one of its persons is geleverd, or may be out (onderweg)
 	onderweg    bool    // levering_onderweg records it: a copy of it may be on the verzending queue (migration 0012)
 	newerInLev  []int64 // newer handelingen of its persons outside the batch in levering
 }
@@ -319,8 +319,8 @@ func (w *worker) deliver(ctx context.Context, ids []int64, carried map[int64][][
 // check runs checkSQL for ids and works out, for each handeling of the batch, what bears on it
 // from outside the batch: per person, the oldest handeling still to be delivered first, the
 // newest geleverd, and those in levering; then per handeling, over its persons, the oldest
-// such older one (row.blocker), whether a newer one is geleverd, and the newer ones in
-// levering.
+// such older one (row.blocker), whether a newer one is geleverd or onderweg (in the batch too),
+// and the newer ones in levering.
 func (c *Consumer) check(ctx context.Context, q prepared.Tx, ids []int64) ([]row, error) {
 	strict := c.cfg.FoutPolicy == handeling.Strict
 	rs, err := q.QueryContext(ctx, checkSQL, pq.Array(ids), pq.Array(c.cfg.Excluded), strict)
@@ -342,6 +342,14 @@ func (c *Consumer) check(ctx context.Context, q prepared.Tx, ids []int64) ([]row
 		if kind == "b" {
 			r.personen = personen
 			out = append(out, r)
+			if r.status == handeling.Geleverd || r.onderweg && r.status == handeling.InLevering {
+				// Out already, or may be: it overtakes the batch's older handelingen of its
+				// persons as one outside the batch does (a publication that carried both:
+				// forged, misrouted, or a redelivery). The other rows leave the batch out.
+				for _, p := range personen {
+					byPerson[p] = append(byPerson[p], other{at: r.at, lev: true})
+				}
+			}
 			continue
 		}
 		o := other{at: r.at, teLeveren: !status.Valid, lev: r.status == handeling.Geleverd || r.onderweg, inLev: r.status == handeling.InLevering}
@@ -388,21 +396,6 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 		res[id] = result{outcome: unknown}
 	}
 	slices.SortFunc(rows, func(a, b row) int { return a.at.compare(b.at) })
-	// A handeling of the batch older than another of the batch that shares a person with it
-	// and is geleverd already (a publication that carried both: forged, misrouted, or a
-	// redelivery) or onderweg (a copy of it may be out) is overtaken, as by one outside the
-	// batch: checkSQL's other rows leave the batch's own out.
-	outRun := map[int64]bool{} // person -> a newer handeling of the batch is out
-	behindOut := map[int64]bool{}
-	for i := len(rows) - 1; i >= 0; i-- {
-		r := rows[i]
-		behindOut[r.id] = slices.ContainsFunc(r.personen, func(p int64) bool { return outRun[p] })
-		if r.status == handeling.Geleverd || r.onderweg && r.status == handeling.InLevering {
-			for _, p := range r.personen {
-				outRun[p] = true
-			}
-		}
-	}
 	held := map[int64]string{} // person -> why its later handelingen of the batch wait
 	hold := func(reason string, persons ...[]int64) {
 		for _, ps := range persons {
@@ -453,7 +446,7 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 		case !r.tsreg.Valid:
 			out = result{outcome: markedFout, reason: handeling.FoutTsreg}
 			hold(reasonBehindFout, r.personen)
-		case r.overtaken || behindOut[r.id] || slices.ContainsFunc(r.newerInLev, func(id int64) bool { return newer[id] == handeling.Geleverd }):
+		case r.overtaken || slices.ContainsFunc(r.newerInLev, func(id int64) bool { return newer[id] == handeling.Geleverd }):
 			// A newer handeling of one of its persons already reached afnemers (this one was
 			// registered, or got its persons, late): delivered now, it would come after it.
 			out = result{outcome: markedFout, reason: handeling.FoutOvertaken}
