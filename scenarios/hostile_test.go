@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -679,12 +678,9 @@ func (h *hostile) verify(w *world, dlq *brptest.Reader) {
 		for i, id := range ids {
 			copies[id] = append(copies[id], i)
 		}
-		for _, v := range rep.Violations {
-			var p, a, b int64
-			if _, err := fmt.Sscanf(v, "person %d: handeling %d", &p, &a); err == nil {
-				fmt.Sscanf(v[strings.Index(v, "after ")+6:], "%d", &b) //nolint:errcheck // diagnosis only
-				t.Logf("%s: %d (%s) at messages %v, %d (%s) at %v", v, a, h.regs[a].kind, copies[a], b, h.regs[b].kind, copies[b])
-			}
+		for i, v := range rep.Violations {
+			a, b := rep.Pairs[i][0], rep.Pairs[i][1]
+			t.Logf("%s: %d (%s) at messages %v, %d (%s) at %v", v, a, h.regs[a].kind, copies[a], b, h.regs[b].kind, copies[b])
 		}
 		t.Fatalf("per-person order violated on the verzending queue:\n%v", rep.Violations)
 	}

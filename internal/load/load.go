@@ -160,6 +160,9 @@ type OrderReport struct {
 	Distinct   int      // distinct handelingen among them
 	Duplicates int      // messages for a handeling seen before
 	Violations []string // per-person order violations, at most 20
+	// Pairs are the same violations as admhnd ids: the handeling delivered late, and the newer
+	// one delivered before it.
+	Pairs [][2]int64
 }
 
 // CheckOrder checks the contract's per-person order on the verzending queue: for every person,
@@ -187,6 +190,7 @@ func CheckOrder(ids []int64, hs map[int64]Handeling) OrderReport {
 				if len(rep.Violations) < 20 {
 					rep.Violations = append(rep.Violations, fmt.Sprintf("person %d: handeling %d (%s) delivered after %d (%s)",
 						p, h.ID, h.Tsreg.Format(time.RFC3339Nano), prev.ID, prev.Tsreg.Format(time.RFC3339Nano)))
+					rep.Pairs = append(rep.Pairs, [2]int64{h.ID, prev.ID})
 				}
 			}
 			last[p] = h
