@@ -27,50 +27,148 @@ func memberBytes(c Candidate) int { return 32 + 20*len(c.Personen) }
 // it), so "n is r's next in the view" is "n is r's next open handeling": a group never skips
 // one. An n found ineligible stays so for the group: whatever is added later is younger.
 func (v *view) group(head Candidate, blocked map[int64]struct{}, size, bytes int) []Candidate {
-	e, ok := v.byID[head.ID]
-	out := []Candidate{head}
+	g := v.grouper(head, blocked, size, bytes)
+	for g.more() {
+		g.grow(blocked)
+	}
+	return g.out
+}
+
+// groups gives a round's budget to the oldest handelingen its groups can carry: heads (ready,
+// oldest first, as Select kept them) and the members that would join their groups (group's
+// rule), taken together in delivery order until budget handelingen are taken, so a group's
+// next member goes before a younger head. Heads went first once, each group getting only the
+// room they left: with the budget nearly used, the oldest person's chain then travelled one
+// handeling a publication (head_of_queue: 8 links of one, 1.3 s). The groups come in the
+// order of their heads; a head the budget does not reach is left out.
+func (v *view) groups(heads []Candidate, blocked map[int64]struct{}, budget, size, bytes int) [][]Candidate {
+	var out []*grouping
+	var growing groupingHeap // groups with a member to consider, by that member's place
+	taken, next := 0, 0
+	for taken < budget {
+		var g *grouping
+		if growing.Len() > 0 {
+			g = growing[0]
+		}
+		if next < len(heads) && (g == nil || !g.oldest().before(v.placeOf(heads[next]))) {
+			h := v.grouper(heads[next], blocked, size, bytes)
+			next++
+			taken++
+			out = append(out, h)
+			if h.more() {
+				heap.Push(&growing, h)
+			}
+			continue
+		}
+		if g == nil {
+			break
+		}
+		if g.grow(blocked) {
+			taken++
+		}
+		if g.more() {
+			heap.Fix(&growing, 0)
+		} else {
+			heap.Pop(&growing)
+		}
+	}
+	gs := make([][]Candidate, len(out))
+	for i, g := range out {
+		gs[i] = g.out
+	}
+	return gs
+}
+
+// placeOf is a candidate's place in delivery order; one not in the view (never for the
+// round's heads, which come from it) sorts first.
+func (v *view) placeOf(c Candidate) place {
+	if e, ok := v.byID[c.ID]; ok {
+		return e.place
+	}
+	return place{}
+}
+
+// grouping is a group being extended a member at a time (group's rule): out so far, and the
+// handelingen that may join next, oldest first.
+type grouping struct {
+	v           *view
+	out         []Candidate
+	next        map[int64]int // person -> index in its queue of the next handeling to consider
+	pending     entryHeap
+	seen        map[*entry]bool
+	used        int // bytes (memberBytes)
+	size, bytes int
+}
+
+// grouper starts a group with the ready handeling head and blocks its persons.
+func (v *view) grouper(head Candidate, blocked map[int64]struct{}, size, bytes int) *grouping {
+	g := &grouping{v: v, out: []Candidate{head}, size: size, bytes: bytes, used: memberBytes(head)}
 	for _, p := range head.Personen {
 		blocked[p] = struct{}{}
 	}
+	e, ok := v.byID[head.ID]
 	if !ok || size <= 1 || !slices.ContainsFunc(e.personen, func(p int64) bool { return len(v.queues[p]) > 1 }) {
-		return out // nothing queued behind it: the uniform case, without allocating
+		return g // nothing queued behind it: the uniform case, without allocating more
 	}
-	next := map[int64]int{} // person -> index in its queue of the next handeling to consider
-	var pending entryHeap
-	seen := map[*entry]bool{e: true}
-	advance := func(p int64) {
-		q := v.queues[p]
-		next[p]++
-		if i := next[p]; i < len(q) && !seen[q[i]] {
-			heap.Push(&pending, q[i])
-		}
-	}
+	g.next = map[int64]int{}
+	g.seen = map[*entry]bool{e: true}
 	for _, p := range e.personen {
-		next[p] = 0
-		advance(p)
+		g.next[p] = 0
+		g.advance(p)
 	}
-	used := memberBytes(head)
-	for pending.Len() > 0 && len(out) < size {
-		n := heap.Pop(&pending).(*entry)
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		c := Candidate{ID: n.id, Personen: n.personen}
-		if !v.mayJoin(n, next, blocked) || used+memberBytes(c) > bytes {
-			continue
-		}
-		out = append(out, c)
-		used += memberBytes(c)
-		for _, r := range n.personen {
-			if _, in := next[r]; !in {
-				next[r] = 0
-				blocked[r] = struct{}{}
-			}
-			advance(r)
-		}
+	return g
+}
+
+func (g *grouping) advance(p int64) {
+	q := g.v.queues[p]
+	g.next[p]++
+	if i := g.next[p]; i < len(q) && !g.seen[q[i]] {
+		heap.Push(&g.pending, q[i])
 	}
-	return out
+}
+
+// more says whether the group has room and a handeling to consider.
+func (g *grouping) more() bool { return len(g.out) < g.size && g.pending.Len() > 0 }
+
+// oldest is the place of the next handeling to consider (more must hold).
+func (g *grouping) oldest() place { return g.pending[0].place }
+
+// grow considers the oldest handeling that may join and adds it if it does (mayJoin, and
+// within bytes), blocking its persons new to the group; it reports whether it was added.
+func (g *grouping) grow(blocked map[int64]struct{}) bool {
+	n := heap.Pop(&g.pending).(*entry)
+	if g.seen[n] {
+		return false
+	}
+	g.seen[n] = true
+	c := Candidate{ID: n.id, Personen: n.personen}
+	if !g.v.mayJoin(n, g.next, blocked) || g.used+memberBytes(c) > g.bytes {
+		return false
+	}
+	g.out = append(g.out, c)
+	g.used += memberBytes(c)
+	for _, r := range n.personen {
+		if _, in := g.next[r]; !in {
+			g.next[r] = 0
+			blocked[r] = struct{}{}
+		}
+		g.advance(r)
+	}
+	return true
+}
+
+// groupingHeap orders groups by their next handeling to consider, oldest first.
+type groupingHeap []*grouping
+
+func (h groupingHeap) Len() int           { return len(h) }
+func (h groupingHeap) Less(i, j int) bool { return h[i].oldest().before(h[j].oldest()) }
+func (h groupingHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *groupingHeap) Push(x any)        { *h = append(*h, x.(*grouping)) }
+func (h *groupingHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // mayJoin says whether n may join a group whose persons' next places are next.

@@ -62,3 +62,25 @@ func TestComponentsAndCut(t *testing.T) {
 		t.Errorf("cut = %v, %v", ids(keep), ids(rest))
 	}
 }
+
+// A round's budget goes to the oldest handelingen its groups can carry, heads and members
+// alike: the oldest person's chain is not cut to one a publication by younger heads.
+func TestGroupsTakeTheBudgetOldestFirst(t *testing.T) {
+	c := func(id, p int64) Candidate { return Candidate{ID: id, Personen: []int64{p}} }
+	v := viewOf(c(1, 10), c(2, 20), c(3, 10), c(4, 30), c(5, 10), c(6, 40), c(7, 10))
+	heads := []Candidate{c(1, 10), c(2, 20), c(4, 30), c(6, 40)}
+	var got [][]int64
+	for _, g := range v.groups(heads, map[int64]struct{}{}, 4, 100, DefaultGroupBytes) {
+		got = append(got, ids(g))
+	}
+	if want := [][]int64{{1, 3}, {2}, {4}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("groups = %v, want %v (1, 2, 3 and 4 are the four oldest)", got, want)
+	}
+	got = nil
+	for _, g := range v.groups(heads, map[int64]struct{}{}, 10, 2, DefaultGroupBytes) {
+		got = append(got, ids(g))
+	}
+	if want := [][]int64{{1, 3}, {2}, {4}, {6}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("groups of at most 2 = %v, want %v", got, want)
+	}
+}

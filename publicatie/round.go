@@ -171,11 +171,8 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 		return r, dbErr(err)
 	}
 	heads := Select(r.candidates, blocked, r.budget)
-	room := r.budget - len(heads)
-	for _, h := range heads {
-		g := v.group(h, blocked, min(p.cfg.GroupSize, 1+room), p.cfg.GroupBytes)
-		room -= len(g) - 1
-		r.groups = append(r.groups, g)
+	r.groups = v.groups(heads, blocked, r.budget, p.cfg.GroupSize, p.cfg.GroupBytes)
+	for _, g := range r.groups {
 		r.keep = append(r.keep, g...)
 	}
 	return r, nil
