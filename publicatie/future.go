@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/lib/pq"
-
-	"github.com/brp/levering/handeling"
 )
 
 // FutureCheckInterval is how often, at most, the leader looks for handelingen registered in
@@ -85,13 +83,3 @@ func (p *Publisher) checkFuture(ctx context.Context) {
 			slog.Int64("admhnd_id", id), slog.Time("tsreg", tsreg), slog.Float64("ahead_seconds", ahead))
 	}
 }
-
-// futureSQL reads, earliest first, up to $2 handelingen still to be delivered ($1: the
-// excluded soorten) registered in the future: a range at the end of the index of open work.
-// A tsreg outside the accepted range is the intake's to set fout (refuseOddTsreg), and could
-// not be read into a time.Time.
-var futureSQL = `
-		select id, tsreg, extract(epoch from tsreg - now())::float8 from admhnd
-		where ` + handeling.ToDeliverSQL("$1") + ` and ` + handeling.FutureSQL + ` and ` + handeling.TsregAcceptedSQL + `
-		order by tsreg, id
-		limit $2`

@@ -148,16 +148,3 @@ func (w *openWork) tookIn(n int) {
 		w.leadSeen[k-1].taken += n
 	}
 }
-
-// leadSQL sets the margin ($1 seconds) and its bound ($2); when the margin changes, it keeps the
-// lowest and the highest margin in force since the last change that is less than $3 seconds
-// old, until $3 seconds from now (sinds). The expressions read the row as it was.
-const leadSQL = `
-		update publicatie_toestand set
-			laag = case when make_interval(secs => $1) = marge then laag
-				else least(marge, make_interval(secs => $1), case when sinds > now() then laag else marge end) end,
-			hoog = case when make_interval(secs => $1) = marge then hoog
-				else greatest(marge, make_interval(secs => $1), case when sinds > now() then hoog else marge end) end,
-			sinds = case when make_interval(secs => $1) = marge then sinds
-				else clock_timestamp() + make_interval(secs => $3) end,
-			marge = make_interval(secs => $1), grens = make_interval(secs => $2)`

@@ -115,8 +115,6 @@ func (p *Publisher) sleeping(ctx context.Context, r *round) error {
 	return nil
 }
 
-const slaaptSQL = `update publicatie_toestand set slaapt = $1`
-
 // plan begins the round's transaction behind the fence and decides what it publishes.
 func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	r := &round{epoch: epoch, start: time.Now()}

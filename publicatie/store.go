@@ -12,6 +12,11 @@ import (
 	"github.com/brp/levering/internal/dbsession"
 )
 
+// This file holds every statement the publisher runs on admhnd, admhnd_persoon and the
+// service's own tables, except the lease's (handeling/lease.go, shared with status readers).
+// The rules they share with the consumer and the operator pages (what is to be delivered, what
+// blocks a person, the statuses, the accepted tsreg) are package handeling's.
+
 // readHorizon returns the registration time before which no handeling can still appear, less
 // the lead margin (lead.go): the start of the oldest transaction in progress in this database
 // that may still register one, or now when none is open, minus the lead by which bijhouding's
@@ -510,3 +515,30 @@ var refuseOddTsregSQL = `
 		where ` + handeling.ToDeliverSQL("$2") + `
 		  and not ` + handeling.TsregAcceptedSQL + `
 		returning id`
+
+// futureSQL reads, earliest first, up to $2 handelingen still to be delivered ($1: the
+// excluded soorten) registered in the future: a range at the end of the index of open work.
+// A tsreg outside the accepted range is the intake's to set fout (refuseOddTsreg), and could
+// not be read into a time.Time.
+var futureSQL = `
+		select id, tsreg, extract(epoch from tsreg - now())::float8 from admhnd
+		where ` + handeling.ToDeliverSQL("$1") + ` and ` + handeling.FutureSQL + ` and ` + handeling.TsregAcceptedSQL + `
+		order by tsreg, id
+		limit $2`
+
+// leadSQL sets the margin ($1 seconds) and its bound ($2); when the margin changes, it keeps the
+// lowest and the highest margin in force since the last change that is less than $3 seconds
+// old, until $3 seconds from now (sinds). The expressions read the row as it was.
+const leadSQL = `
+		update publicatie_toestand set
+			laag = case when make_interval(secs => $1) = marge then laag
+				else least(marge, make_interval(secs => $1), case when sinds > now() then laag else marge end) end,
+			hoog = case when make_interval(secs => $1) = marge then hoog
+				else greatest(marge, make_interval(secs => $1), case when sinds > now() then hoog else marge end) end,
+			sinds = case when make_interval(secs => $1) = marge then sinds
+				else clock_timestamp() + make_interval(secs => $3) end,
+			marge = make_interval(secs => $1), grens = make_interval(secs => $2)`
+
+// slaaptSQL records whether the leader sleeps: registrations and deliveries notify only a
+// sleeping publisher (migration 0011).
+const slaaptSQL = `update publicatie_toestand set slaapt = $1`
