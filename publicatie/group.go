@@ -16,26 +16,8 @@ import (
 // memberBytes estimates a handeling's part of a publication body: its id and its persons'.
 func memberBytes(c Candidate) int { return 32 + 20*len(c.Personen) }
 
-// group extends the ready handeling head into a group from the view: it adds, oldest first,
-// every handeling n for which, for each person r of n, either r is a person of the group and
-// n is r's next handeling after the group's, or r is new to the group, n heads r's queue and r
-// is not in blocked (in levering, fout, or a person of another group of the round). It stops
-// at size handelingen or bytes (memberBytes), whichever comes first; the head always goes.
-// The persons of the group are added to blocked.
-//
-// The view holds every open handeling of its persons up to its stand (parked ones lie after
-// it), so "n is r's next in the view" is "n is r's next open handeling": a group never skips
-// one. An n found ineligible stays so for the group: whatever is added later is younger.
-func (v *view) group(head Candidate, blocked map[int64]struct{}, size, bytes int) []Candidate {
-	g := v.grouper(head, blocked, size, bytes)
-	for g.more() {
-		g.grow(blocked)
-	}
-	return g.out
-}
-
 // groups gives a round's budget to the oldest handelingen its groups can carry: heads (ready,
-// oldest first, as Select kept them) and the members that would join their groups (group's
+// oldest first, as Select kept them) and the members that would join their groups (grouping's
 // rule), taken together in delivery order until budget handelingen are taken, so a group's
 // next member goes before a younger head. Heads went first once, each group getting only the
 // room they left: with the budget nearly used, the oldest person's chain then travelled one
@@ -88,8 +70,17 @@ func (v *view) placeOf(c Candidate) place {
 	return place{}
 }
 
-// grouping is a group being extended a member at a time (group's rule): out so far, and the
-// handelingen that may join next, oldest first.
+// grouping is a group being extended a member at a time: out so far, and the handelingen that
+// may join next, oldest first. A group extends a ready handeling (its head) from the view: it
+// adds, oldest first, every handeling n for which, for each person r of n, either r is a
+// person of the group and n is r's next handeling after the group's, or r is new to the group,
+// n heads r's queue and r is not in blocked (in levering, fout, or a person of another group
+// of the round). It stops at size handelingen or bytes (memberBytes), whichever comes first;
+// the head always goes. The persons of the group are added to blocked.
+//
+// The view holds every open handeling of its persons up to its stand (parked ones lie after
+// it), so "n is r's next in the view" is "n is r's next open handeling": a group never skips
+// one. An n found ineligible stays so for the group: whatever is added later is younger.
 type grouping struct {
 	v           *view
 	out         []Candidate

@@ -10,7 +10,7 @@ type Candidate struct {
 // may be published now: a handeling is kept only if none of its persons is blocked. Every
 // candidate walked, kept or not, blocks its persons for the candidates after it, so a skipped
 // multi-person handeling holds back all of its persons. The kept ones are the heads of the
-// round's publications; view.group adds to each the later handelingen that travel with it. blocked holds the persons blocked before the walk (in levering, or
+// round's publications; view.groups adds to each the later handelingen that travel with it. blocked holds the persons blocked before the walk (in levering, or
 // fout under the strict policy); Select adds to it.
 //
 // This is the rule of the first version, which walked a window of the oldest candidates; the
