@@ -7,7 +7,7 @@ import (
 )
 
 func viewOf(cs ...Candidate) *view {
-	v := newView(1000)
+	v := newView(1000, nil)
 	for i, c := range cs {
 		v.add(c, t0.Add(time.Duration(i)*time.Millisecond), true)
 	}

@@ -23,6 +23,8 @@ type metrics struct {
 	viewBytes    prometheus.Gauge
 	viewParked   prometheus.Gauge
 	viewRebuilds *prometheus.CounterVec
+	held         prometheus.Gauge
+	heldPersons  prometheus.Gauge
 	latePersons  prometheus.Counter
 	tsregFout    prometheus.Counter
 	leadMargin   prometheus.Gauge
@@ -51,9 +53,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		viewBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_bytes",
 			Help: "Estimated heap of the leader's view of open work (at most ViewBytes plus one handeling); 0 on followers."}),
 		viewParked: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_parked_handelingen",
-			Help: "Handelingen read but left out of the view because one of their persons has PersonCap handelingen in it (or is parked): read again when it has drained."}),
+			Help: "Handelingen read but left out of the view because one of their persons has PersonCap handelingen in it, is held behind fout, or is parked: read again when it has drained or is released."}),
 		viewRebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_rebuilds_total",
 			Help: "Times the leader's view of open work was built again, by reason: late (registered behind its stand), sweep (it disagreed with the database), person_cap (rewound to the first parked handeling)."}, []string{"reason"}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "held_behind_fout_handelingen",
+			Help: "Handelingen still to be delivered that unreleased fout handelingen hold back under the strict policy (also through multi-person handelingen), as far as the leader's view has read (up to its stand); 0 on followers."}),
+		heldPersons: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "held_behind_fout_persons",
+			Help: "The persons of the handelingen held behind fout (brp_levering_held_behind_fout_handelingen)."}),
 		tsregFout: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_tsreg_fout_total",
 			Help: "Handelingen set fout at intake because their tsreg lies outside the accepted range (handeling.TsregFrom, TsregUntil)."}),
 		latePersons: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_late_persons_total",
@@ -63,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
-			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.latePersons, m.tsregFout, m.leadMargin)
+			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.held, m.heldPersons, m.latePersons, m.tsregFout, m.leadMargin)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
@@ -85,6 +91,8 @@ func (m *metrics) setView(v *view) {
 	m.viewSize.Set(float64(v.size()))
 	m.viewBytes.Set(float64(v.bytes))
 	m.viewParked.Set(float64(v.parkedN))
+	m.held.Set(float64(v.heldN))
+	m.heldPersons.Set(float64(v.heldPersons))
 }
 
 // BacklogCollector reports, at every scrape, the work in the database: handelingen to be

@@ -56,7 +56,7 @@ func (w *openWork) forEpoch(epoch int64) *view {
 		if w.epoch != epoch {
 			w.leadSince, w.leadSeen = time.Time{}, nil
 		}
-		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap), epoch, time.Now()
+		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap, nil), epoch, time.Now()
 	}
 	return w.view
 }
@@ -94,7 +94,7 @@ func (w *openWork) rewind(v *view) {
 // of publicatie_view_rebuilds_total).
 func (w *openWork) rebuild(reason string) *view {
 	w.m.viewRebuilds.WithLabelValues(reason).Inc()
-	w.view = newView(w.cfg.PersonCap)
+	w.view = newView(w.cfg.PersonCap, nil)
 	return w.view
 }
 
@@ -144,17 +144,13 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 			v = w.rebuild(rebuildLate)
 		}
 	}
+	if err := w.followFout(ctx, q, v); err != nil {
+		return 0, false, err
+	}
 	if v.rewindDue {
 		w.rewind(v)
 	}
-	read, late, full, rewound, err := w.intake(ctx, q, v, horizon)
-	if err == nil && rewound {
-		// A handeling taken back among the parked rewound the view: read from there at once,
-		// so that this round selects from all it may.
-		var r, l int
-		r, l, full, _, err = w.intake(ctx, q, v, horizon)
-		read, late = read+r, late+l
-	}
+	read, late, full, err := w.intake(ctx, q, v, horizon)
 	if err != nil {
 		return 0, false, err
 	}
@@ -171,13 +167,12 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 }
 
 // intake reads, with readIntake, what v has room for after its stand and what
-// publicatie_nakomer holds, into v. rewound says one of the latter lay among the parked
-// handelingen and v was rewound: read again.
-func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.Time) (read, late int, full, rewound bool, err error) {
+// publicatie_nakomer holds, into v.
+func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.Time) (read, late int, full bool, err error) {
 	limit, budget := w.intakeBounds(v)
 	rows, cut, err := readIntake(ctx, q, w.cfg.Excluded, horizon, v.stand, limit, budget, w.recheck)
 	if err != nil {
-		return 0, 0, false, false, err
+		return 0, 0, false, err
 	}
 	w.recheck = nil
 	oldStand, persons := v.stand, 0
@@ -205,10 +200,9 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 			// After the old stand: the intake read it above, or reads it in its turn. Taken in
 			// now, it would head its persons' queues in front of their older handelingen not
 			// yet taken in.
-		case v.parking() && !r.place.before(v.firstParked):
-			// Among the parked: its persons may have handelingen in the view after it.
-			rewound = true
 		default:
+			// Behind the stand: among the parked it is parked too, with what the view holds
+			// of its persons after it (view.put).
 			late++
 			v.put(c, r.tsreg)
 		}
@@ -216,10 +210,43 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 	if read > 0 {
 		w.intakePersons = max(1, (persons+read-1)/read)
 	}
-	if rewound {
-		w.rewind(v)
+	return read, late, limit > 0 && (read == limit || cut && read > 0), nil
+}
+
+// followFout keeps v's holds (the strict policy): read whole for a new view, then what changed
+// since the last round (readFoutChanges, which also empties the records under the skip
+// policy). A handeling that became fout leaves the view; the persons a fout holds from now on
+// have their handelingen parked (view.hold); when a person with parked handelingen is released
+// the view is rewound (view.release).
+func (w *openWork) followFout(ctx context.Context, q querier, v *view) error {
+	strict := w.cfg.FoutPolicy == handeling.Strict
+	if strict && v.holds == nil {
+		h, err := readHolds(ctx, q)
+		if err != nil {
+			return err
+		}
+		v.holds = h
 	}
-	return read, late, rewound || limit > 0 && (read == limit || cut && read > 0), rewound, nil
+	changes, err := readFoutChanges(ctx, q)
+	if err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	w.dirty = true // emptied publicatie_fout_changes
+	if !strict {
+		return nil
+	}
+	for _, s := range changes {
+		if s.held {
+			v.remove(s.id) // fout now: no longer to be delivered
+		}
+		newlyHeld, released := v.holds.set(s)
+		v.hold(newlyHeld)
+		v.release(released)
+	}
+	return nil
 }
 
 // Reasons for building the view again (label of publicatie_view_rebuilds_total).
@@ -271,11 +298,26 @@ func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err 
 	if err != nil {
 		return false, err
 	}
-	if n == v.size()+v.parkedN && xor == v.xor^v.parkedXor {
+	if n != v.size()+v.parkedN || xor != v.xor^v.parkedXor {
+		w.log.Warn("the publisher's view of the open work disagrees with the database; rebuilding it",
+			slog.Int("view", v.size()+v.parkedN), slog.Int("database", n))
+		w.rebuild(rebuildSweep)
+		return false, nil
+	}
+	if v.holds == nil {
 		return true, nil
 	}
-	w.log.Warn("the publisher's view of the open work disagrees with the database; rebuilding it",
-		slog.Int("view", v.size()+v.parkedN), slog.Int("database", n))
+	n, xor, pairs, err := readHoldsChecksum(ctx, q)
+	if err != nil {
+		return false, err
+	}
+	if n == len(v.holds.fout) && xor == v.holds.xor && pairs == v.holds.pairs {
+		return true, nil
+	}
+	// A fout handeling deleted, or changed with the triggers disabled: what the view parks
+	// behind fout may be wrong.
+	w.log.Warn("the publisher's knowledge of the fout handelingen disagrees with the database; rebuilding its view",
+		slog.Int("view", len(v.holds.fout)), slog.Int("database", n))
 	w.rebuild(rebuildSweep)
 	return false, nil
 }

@@ -29,7 +29,7 @@ type round struct {
 	inLevering int           // in levering when the round began
 	budget     int           // MaxInLevering - inLevering
 	stale      []Candidate   // in levering past the redelivery timeout: published again
-	candidates []Candidate   // ready in the view, oldest first, at most window(budget)
+	candidates []Candidate   // ready and not blocked in the view, oldest first, at most window(budget)
 	groups     [][]Candidate // what the round publishes: each a ready candidate and those that travel with it
 	keep       []Candidate   // every handeling of the groups
 	taken      int           // handelingen the intake took into the view
@@ -163,11 +163,11 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 			return r, err
 		}
 	}
-	r.candidates = v.readyCandidates(window(r.budget))
 	blocked, err := readBlocked(ctx, r.q, p.cfg.FoutPolicy == handeling.Strict)
 	if err != nil {
 		return r, dbErr(err)
 	}
+	r.candidates = v.readyCandidates(window(r.budget), blocked)
 	heads := Select(r.candidates, blocked, r.budget)
 	r.groups = v.groups(heads, blocked, r.budget, p.cfg.GroupSize, p.cfg.GroupBytes)
 	for _, g := range r.groups {

@@ -119,7 +119,7 @@ type querier interface {
 // roundSQL are the statements of a round that run prepared (see package prepared); not
 // intakeSQL, whose plan depends on its exclusion list.
 var roundSQL = []string{handeling.LeaseRenewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
-	blockedSQL, touchStaleSQL, markSQL, latePersonsSQL}
+	foutChangesSQL, blockedSQL, touchStaleSQL, markSQL, latePersonsSQL}
 
 // roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
 // the session's is longer or off, and turns JIT compilation off for the round: its statements
@@ -248,14 +248,16 @@ var intakeTemplate = `
 			select distinct persoon_id from admhnd_persoon where admhnd_id = cl.id offset 0) p on true
 		order by cl.tsreg, cl.id, cl.nakomer, p.persoon_id`
 
-// readBlocked returns which of the given persons are blocked: they have a handeling in
-// levering or, under the strict policy, a fout handeling no operator released; or a
-// handeling recorded in publicatie_nakomer since the round's intake read it.
+// readBlocked returns the persons blocked now apart from those a fout holds (holds, kept by
+// the view): of the handelingen in levering, of those recorded in publicatie_nakomer since
+// the round's intake read it, and, under the strict policy, of those recorded in
+// publicatie_fout_changes since the round read it (readFoutChanges).
 //
-// The last is what makes two statements (intake, then this) as safe as one snapshot: an
-// operator's retry (fout back to NULL) that commits between them is no longer fout here and
-// was not yet taken in there, but its trigger's record is visible here, and holds its persons
-// back until the next round takes it in.
+// The records make separate statements (intake, fout changes, then this) as safe as one
+// snapshot: an operator's retry (fout back to NULL) that commits between the intake and this
+// is no longer fout here and was not yet taken in there, but its trigger's record is visible
+// here and holds its persons back until the next round takes it in; a consumer's fout that
+// commits after the round read the changes is no longer in levering here, but its record is.
 func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{}, error) {
 	blocked := map[int64]struct{}{}
 	rows, err := q.QueryContext(ctx, blockedSQL, strict)
@@ -276,21 +278,106 @@ func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{
 	return blocked, nil
 }
 
-// blockedSQL reads the persons of the handelingen that hold their persons back
-// (handeling.BlocksSQL: in levering, at most MAXINLEVERING, or fout and unreleased under the
-// strict policy) and of those recorded in publicatie_nakomer, one index probe per handeling.
-// All of them, not only the candidates' persons: in a prepared plan a filter "= any($array)"
-// is a linear search per row, which a handeling of 100,000 persons in flight would turn into
-// 10^8 comparisons per round.
+// blockedSQL reads readBlocked's persons, one index probe per handeling. All of them, not only
+// the candidates' persons: in a prepared plan a filter "= any($array)" is a linear search per
+// row, which a handeling of 100,000 persons in flight would turn into 10^8 comparisons per
+// round. Its cost is bounded by what the service puts in levering (MaxInLevering) and by what
+// was recorded since the last round, never by the fout handelingen.
 var blockedSQL = `
 		select distinct p.persoon_id
 		from (
 			select id from admhnd
-			where ` + handeling.BlocksSQL("$1") + `
+			where statuslev = ` + handeling.InLeveringSQL + `
 			union all
 			select admhnd_id from publicatie_nakomer
+			union all
+			select admhnd_id from publicatie_fout_changes where $1
 		) a cross join lateral (
 			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p`
+
+// readHolds reads every unreleased fout handeling with its persons: what a new view's holds
+// start from (the strict policy).
+func readHolds(ctx context.Context, q querier) (*holds, error) {
+	h := newHolds()
+	states, err := readFoutStates(ctx, q, holdsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("read fout handelingen: %w", err)
+	}
+	for _, s := range states {
+		h.set(s)
+	}
+	return h, nil
+}
+
+var holdsSQL = `
+		select f.id, true, p.persoon_id
+		from (select id from admhnd where ` + handeling.UnreleasedFoutSQL + `) f
+		left join lateral (select distinct persoon_id from admhnd_persoon where admhnd_id = f.id offset 0) p on true
+		order by f.id, p.persoon_id`
+
+// readFoutChanges empties publicatie_fout_changes (migration 0013) and returns the fout state
+// of each handeling recorded there: whether it is an unreleased fout handeling now, with its
+// persons. Records another transaction holds (recording again what it changes) are skipped,
+// as publicatie_nakomer's are: they stay for a later round, and hold their persons back
+// meanwhile (readBlocked).
+func readFoutChanges(ctx context.Context, q querier) ([]foutState, error) {
+	states, err := readFoutStates(ctx, q, foutChangesSQL)
+	if err != nil {
+		return nil, fmt.Errorf("read publicatie_fout_changes: %w", err)
+	}
+	return states, nil
+}
+
+var foutChangesSQL = `
+		with d as (
+			delete from publicatie_fout_changes
+			where admhnd_id in (select admhnd_id from publicatie_fout_changes for update skip locked)
+			returning admhnd_id
+		)
+		select d.admhnd_id, coalesce(a.statuslev = ` + handeling.FoutSQL + ` and a.vrijgegeven is null, false), p.persoon_id
+		from d left join admhnd a on a.id = d.admhnd_id
+		left join lateral (select distinct persoon_id from admhnd_persoon where admhnd_id = d.admhnd_id offset 0) p on true
+		order by 1, 3`
+
+// readFoutStates runs a query of (id, held, persoon_id) rows ordered by handeling.
+func readFoutStates(ctx context.Context, q querier, query string) ([]foutState, error) {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []foutState
+	for rows.Next() {
+		var id int64
+		var held bool
+		var persoon sql.NullInt64
+		if err := rows.Scan(&id, &held, &persoon); err != nil {
+			return nil, err
+		}
+		if len(out) == 0 || out[len(out)-1].id != id {
+			out = append(out, foutState{id: id, held: held})
+		}
+		if persoon.Valid {
+			last := &out[len(out)-1]
+			last.personen = append(last.personen, persoon.Int64)
+		}
+	}
+	return out, rows.Err()
+}
+
+// readHoldsChecksum counts the unreleased fout handelingen and their (handeling, person)
+// pairs and xors their ids: what holds has when it and the database agree.
+func readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, pairs int, err error) {
+	if err := q.QueryRowContext(ctx, holdsChecksumSQL).Scan(&n, &xor, &pairs); err != nil {
+		return 0, 0, 0, fmt.Errorf("read fout checksum: %w", err)
+	}
+	return n, xor, pairs, nil
+}
+
+var holdsChecksumSQL = `
+		select count(*), coalesce(bit_xor(f.id), 0), coalesce(sum(
+			(select count(distinct persoon_id) from admhnd_persoon where admhnd_id = f.id)), 0)
+		from (select id from admhnd where ` + handeling.UnreleasedFoutSQL + `) f`
 
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
 // false when it was empty): registered late by a transaction that registered many (migration

@@ -46,12 +46,23 @@ type view struct {
 	parkedN     int   // parked handelingen (up to the stand), for the sweep's count
 	parkedXor   int64 // and their ids, for the sweep's xor
 	rewindDue   bool
+
+	// Held behind fout (strict policy). A handeling of a person of an unreleased fout
+	// handeling (holds) is parked as well, and so, through it, are its other persons from its
+	// place on (parkedPerson.held), whether the intake reads it or the fout comes later
+	// (hold): held work takes no room in the view and no round walks past it, however much
+	// of it there is. When such a person is released the view is rewound.
+	holds       *holds // nil: nothing is held (the skip policy)
+	generation  uint32 // grows with every rewind: heldPerson.parked says parked in this one
+	heldN       int    // parked handelingen held behind fout
+	heldPersons int    // the persons of those
 }
 
 // parkedPerson is a person whose handelingen from place on are parked.
 type parkedPerson struct {
 	place
 	capped bool // parked for its own queue's length (personCap), not only behind another
+	held   bool // parked behind a handeling held behind fout
 }
 
 // The view's memory estimate, per handeling, per person of a handeling, per person with a
@@ -102,14 +113,16 @@ func (e *entry) less(o *entry) bool { return e.before(o.place) }
 func (e *entry) isReady() bool { return e.heads == len(e.personen) }
 
 // newView returns an empty view holding at most personCap handelingen of a person (at
-// least 1).
-func newView(personCap int) *view {
+// least 1), and parking those of the persons h holds (nil: none).
+func newView(personCap int, h *holds) *view {
 	return &view{
-		byID:      map[int64]*entry{},
-		queues:    map[int64][]*entry{},
-		ready:     btree.NewG(32, (*entry).less),
-		personCap: max(1, personCap),
-		parked:    map[int64]parkedPerson{},
+		byID:       map[int64]*entry{},
+		queues:     map[int64][]*entry{},
+		ready:      btree.NewG(32, (*entry).less),
+		personCap:  max(1, personCap),
+		parked:     map[int64]parkedPerson{},
+		holds:      h,
+		generation: 1,
 	}
 }
 
@@ -117,20 +130,20 @@ func newView(personCap int) *view {
 func (v *view) size() int { return len(v.byID) }
 
 // parking says whether any handeling is parked.
-func (v *view) parking() bool { return len(v.parked) > 0 }
+func (v *view) parking() bool { return v.parkedN > 0 }
 
-// add takes a handeling in; one that is already in is left as it is. With mayPark (a
-// handeling after everything in the view: the intake's), it parks the handeling instead when
-// one of its persons is parked or has personCap handelingen in the view. Without (one
-// taken back behind the stand), the cap is not applied: the caller makes sure no parked
-// handeling lies before it (takeIn rewinds first).
+// add takes a handeling in; one that is already in is left as it is. It parks the handeling
+// instead when one of its persons is held behind fout (heldBy) or, with mayPark (a handeling
+// after everything in the view: the intake's), when one of them is parked or has personCap
+// handelingen in the view. Without mayPark (one taken back behind the stand) the cap is not
+// applied, but a person parked before its place parks it (parkedBefore).
 func (v *view) add(c Candidate, tsreg time.Time, mayPark bool) {
 	if _, ok := v.byID[c.ID]; ok {
 		return
 	}
 	pl := place{tsreg: tsreg, id: c.ID}
-	if mayPark && v.mustPark(c.Personen) {
-		v.park(c.Personen, pl)
+	if held := v.heldBy(c.Personen, pl); held || mayPark && v.mustPark(c.Personen) || !mayPark && v.parkedBefore(c.Personen, pl) {
+		v.parkAt(c.ID, c.Personen, pl, held, !mayPark)
 		return
 	}
 	e := &entry{place: pl, personen: c.Personen}
@@ -161,9 +174,10 @@ func (v *view) add(c Candidate, tsreg time.Time, mayPark bool) {
 	}
 }
 
-// put takes in a handeling recorded in publicatie_nakomer, behind the stand (add without
-// parking): one already in the view whose persons changed (bijhouding added some late) is
-// taken in again with its persons.
+// put takes in a handeling recorded in publicatie_nakomer, behind the stand (add without the
+// cap): one already in the view whose persons changed (bijhouding added some late) is taken in
+// again with its persons. Among the parked it is parked, with what the view holds of its
+// persons after it (parkAt).
 func (v *view) put(c Candidate, tsreg time.Time) {
 	if e, ok := v.byID[c.ID]; ok {
 		if slices.Equal(e.personen, c.Personen) {
@@ -185,20 +199,138 @@ func (v *view) mustPark(personen []int64) bool {
 	return false
 }
 
-// park leaves the handeling at pl out of the view and parks its persons from pl on (those
-// not parked yet).
-func (v *view) park(personen []int64, pl place) {
+// heldBy says whether a handeling of these persons at pl is held behind fout: one of them is
+// of an unreleased fout handeling, or parked behind one that is held, before pl.
+func (v *view) heldBy(personen []int64, pl place) bool {
+	for _, p := range personen {
+		if pp, ok := v.parked[p]; ok && pp.held && pp.before(pl) || v.holds.isHeld(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// parkedBefore says whether one of these persons is parked from a place before pl.
+func (v *view) parkedBefore(personen []int64, pl place) bool {
+	for _, p := range personen {
+		if pp, ok := v.parked[p]; ok && pp.before(pl) {
+			return true
+		}
+	}
+	return false
+}
+
+// parkAt leaves the handeling id at pl out of the view (parks it, counted for the sweep) and
+// parks its persons from pl on (held: behind fout). behind says pl lies behind the stand (a
+// handeling taken back): what the view holds of its persons from pl on is parked with it
+// (evict), and what was parked of them after pl may have been parked for another reason.
+func (v *view) parkAt(id int64, personen []int64, pl place, held, behind bool) {
+	v.countParked(id, pl, held)
+	for _, p := range personen {
+		v.evict(p, pl, held, behind)
+	}
+}
+
+// countParked counts the handeling id at pl as parked.
+func (v *view) countParked(id int64, pl place, held bool) {
 	v.parkedN++
-	v.parkedXor ^= pl.id
-	if v.firstParked == (place{}) {
+	v.parkedXor ^= id
+	if v.firstParked == (place{}) || pl.before(v.firstParked) {
 		v.firstParked = pl
 	}
-	for _, p := range personen {
-		if _, ok := v.parked[p]; ok {
-			continue
+	if held {
+		v.heldN++
+	}
+}
+
+// evict parks person p from pl on: what the view holds of p from there leaves it, counted as
+// parked, and so, from each such handeling's place, do its other persons' (and so on). After
+// it, every handeling in the view of a person parked at a place lies before that place, as
+// the intake's parking leaves it. The evicted handelingen are still to be delivered; a
+// rewind reads them again.
+func (v *view) evict(p int64, pl place, held, behind bool) {
+	type from struct {
+		p      int64
+		pl     place
+		behind bool
+	}
+	work := []from{{p, pl, behind}}
+	for len(work) > 0 {
+		f := work[len(work)-1]
+		work = work[:len(work)-1]
+		v.markParked(f.p, f.pl, held, f.behind)
+		q := v.queues[f.p]
+		i, _ := slices.BinarySearchFunc(q, f.pl, func(e *entry, pl place) int {
+			if e.before(pl) {
+				return -1
+			}
+			return 1
+		})
+		for _, e := range slices.Clone(q[i:]) {
+			for _, r := range e.personen {
+				if r != f.p {
+					work = append(work, from{r, e.place, true})
+				}
+			}
+			v.drop(e.id, false)
+			v.countParked(e.id, e.place, held)
 		}
-		v.parked[p] = parkedPerson{place: pl, capped: len(v.queues[p]) >= v.personCap}
+	}
+}
+
+// markParked records that p's handelingen from pl on are parked (held: behind fout; behind:
+// pl lies behind the stand). A person of an unreleased fout handeling is marked in holds
+// rather than in parked: it needs no place, its every handeling is parked.
+func (v *view) markParked(p int64, pl place, held, behind bool) {
+	if held && v.holds.isHeld(p) {
+		if hp := v.holds.persons[p]; hp.parked != v.generation {
+			hp.parked = v.generation
+			v.holds.persons[p] = hp
+			v.heldPersons++
+		}
+		return
+	}
+	pp, ok := v.parked[p]
+	if !ok {
+		pp = parkedPerson{place: pl, capped: len(v.queues[p]) >= v.personCap}
 		v.bytes += parkedPersonBytes
+	} else if pl.before(pp.place) {
+		pp.place = pl
+	}
+	if held && !pp.held {
+		pp.held = true
+		v.heldPersons++
+		if ok && behind {
+			// Parked for another reason, possibly also after pl: what was parked there is
+			// counted as not held. A rewind counts it again.
+			v.rewindDue = true
+		}
+	}
+	v.parked[p] = pp
+}
+
+// hold parks what the view holds of persons that a fout holds from now on (holds.set's
+// newlyHeld): all of their handelingen, with their other persons' from there on.
+func (v *view) hold(persons []int64) {
+	for _, p := range persons {
+		if _, ok := v.parked[p]; ok {
+			// Parked before for another reason: its parked handelingen are counted as not
+			// held. A rewind counts them again.
+			v.rewindDue = true
+		}
+		if q := v.queues[p]; len(q) > 0 {
+			v.evict(p, q[0].place, true, true)
+		}
+	}
+}
+
+// release rewinds the view when a person that a fout no longer holds (holds.set's released)
+// had handelingen parked behind it in this generation: they may be ready now.
+func (v *view) release(released []release) {
+	for _, r := range released {
+		if r.parked == v.generation {
+			v.rewindDue = true
+		}
 	}
 }
 
@@ -224,6 +356,8 @@ func (v *view) rewind() {
 	v.bytes -= len(v.parked) * parkedPersonBytes
 	clear(v.parked)
 	v.firstParked, v.parkedN, v.parkedXor, v.rewindDue = place{}, 0, 0, false
+	v.heldN, v.heldPersons = 0, 0
+	v.generation++
 	// Ids are positive (bigserial), so from.id-1 is before from and after everything else.
 	v.stand = place{tsreg: from.tsreg, id: from.id - 1}
 }
@@ -238,7 +372,11 @@ func (v *view) loseHead(e *entry) {
 
 // remove drops a handeling (published, or no longer to be delivered); the next handeling of
 // each of its persons may become ready.
-func (v *view) remove(id int64) {
+func (v *view) remove(id int64) { v.drop(id, true) }
+
+// drop removes a handeling from the view. drained says the room it leaves counts towards
+// rewinding a person parked for its cap (rewindDue); not when it is parked itself (evict).
+func (v *view) drop(id int64, drained bool) {
 	e, ok := v.byID[id]
 	if !ok {
 		return
@@ -256,7 +394,7 @@ func (v *view) remove(id int64) {
 			continue
 		}
 		q = slices.Delete(q, i, i+1)
-		if pp, ok := v.parked[p]; ok && pp.capped && len(q) <= v.personCap/2 {
+		if pp, ok := v.parked[p]; drained && ok && pp.capped && len(q) <= v.personCap/2 {
 			v.rewindDue = true
 		}
 		if len(q) == 0 {
@@ -275,12 +413,20 @@ func (v *view) remove(id int64) {
 	}
 }
 
-// readyCandidates returns up to n ready handelingen, oldest first.
-func (v *view) readyCandidates(n int) []Candidate {
+// readyCandidates returns up to n ready handelingen none of whose persons is in blocked,
+// oldest first. It walks past the blocked ones (persons in levering, or recorded since the
+// intake): at most as many as the persons of those, whom the service's own bounds
+// (MaxInLevering) limit. Handelingen held behind fout are never ready: they are parked.
+func (v *view) readyCandidates(n int, blocked map[int64]struct{}) []Candidate {
 	var out []Candidate
 	v.ready.Ascend(func(e *entry) bool {
 		if len(out) >= n {
 			return false
+		}
+		for _, p := range e.personen {
+			if _, ok := blocked[p]; ok {
+				return true
+			}
 		}
 		out = append(out, Candidate{ID: e.id, Personen: e.personen})
 		return true

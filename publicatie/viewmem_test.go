@@ -33,7 +33,7 @@ func TestViewBytesBoundTheHeap(t *testing.T) {
 			runtime.GC()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			v := newView(1 << 30)
+			v := newView(1<<30, nil)
 			base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			next := int64(0)
 			for i := range s.handelingen {
@@ -49,7 +49,8 @@ func TestViewBytesBoundTheHeap(t *testing.T) {
 				next = int64(i + 2)
 			}
 			for i := range s.parked {
-				v.park([]int64{int64(1e9 + i)}, place{tsreg: base.Add(time.Hour), id: next + int64(i)})
+				pl := place{tsreg: base.Add(time.Hour), id: next + int64(i)}
+				v.parkAt(pl.id, []int64{int64(1e9 + i)}, pl, false, false)
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
@@ -75,7 +76,7 @@ func TestViewBytesBoundTheHeap(t *testing.T) {
 func TestViewParksAndRewinds(t *testing.T) {
 	t.Parallel()
 	at := func(id int64) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, int(id), time.UTC) }
-	v := newView(2)
+	v := newView(2, nil)
 	add := func(id int64, personen ...int64) { v.add(Candidate{ID: id, Personen: personen}, at(id), true) }
 	add(1, 1)
 	add(2, 1)
@@ -84,7 +85,7 @@ func TestViewParksAndRewinds(t *testing.T) {
 	add(5, 2)    // person 2 parked
 	add(6, 3)    // nobody parked: taken in
 	v.stand = place{at(6), 6}
-	if got := ids(v.readyCandidates(10)); !slices.Equal(got, []int64{1, 6}) {
+	if got := ids(v.readyCandidates(10, nil)); !slices.Equal(got, []int64{1, 6}) {
 		t.Fatalf("ready %v, want [1 6]", got)
 	}
 	if v.size() != 3 || v.parkedN != 3 || v.parkedXor != 3^4^5 || len(v.parked) != 2 || !v.parked[1].capped || v.parked[2].capped {
@@ -98,7 +99,7 @@ func TestViewParksAndRewinds(t *testing.T) {
 	if v.size() != 1 || v.parking() || v.parkedN != 0 || v.stand != (place{at(3), 2}) {
 		t.Fatalf("after the rewind: view of %d, parked %d, stand %+v; want handeling 2 only, stand just before 3", v.size(), v.parkedN, v.stand)
 	}
-	fresh := newView(2)
+	fresh := newView(2, nil)
 	fresh.add(Candidate{ID: 2, Personen: []int64{1}}, at(2), true)
 	if v.bytes != fresh.bytes || personRows(v) != personRows(fresh) || v.xor != fresh.xor {
 		t.Fatalf("after the rewind: %d bytes, %d person rows, xor %d; a fresh view of the same: %d, %d, %d",

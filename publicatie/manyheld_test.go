@@ -1,0 +1,95 @@
+package publicatie
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/brp/levering/handeling"
+)
+
+// insertHeld registers n persons (from 1) each with a handeling in status first and a later
+// one still to be delivered. The records the triggers made for them are removed, as if a
+// round had read them.
+func (e *roundEnv) insertHeld(n int, first string) {
+	e.t.Helper()
+	e.db.MustExec(`insert into admhnd (id, soort, tsreg, statuslev, foutreden, tspub)
+		select i, 'VERHUIZING', $2::timestamptz + make_interval(secs => i / 1000.0), $3,
+		       case when $3 = 'fout' then 'test' end, now()
+		from generate_series(1, $1::int) i`, n, t0, first)
+	e.db.MustExec(`insert into admhnd (id, soort, tsreg)
+		select $1::int + i, 'VERHUIZING', $2::timestamptz + make_interval(secs => ($1::int + i) / 1000.0)
+		from generate_series(1, $1::int) i`, n, t0)
+	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id)
+		select i, i from generate_series(1, $1::int) i union all select $1::int + i, i from generate_series(1, $1::int) i`, n)
+	e.db.MustExec(`delete from publicatie_nakomer`)
+	e.db.MustExec(`analyze admhnd, admhnd_persoon`)
+}
+
+// insertFree registers, after insertHeld(n), a handeling of person n+1 newer than all of
+// them, and returns its id.
+func (e *roundEnv) insertFree(n int) int64 {
+	e.t.Helper()
+	free := int64(2*n + 1)
+	e.db.MustExec(`with a as (insert into admhnd (id, soort, tsreg)
+		values ($1::bigint, 'VERHUIZING', $2::timestamptz + make_interval(secs => $1::bigint / 1000.0)) returning id)
+		insert into admhnd_persoon select id, $3 from a`, free, t0, n+1)
+	e.db.MustExec(`delete from publicatie_nakomer`)
+	e.db.MustExec(`analyze admhnd, admhnd_persoon`)
+	return free
+}
+
+// A fout never stops delivery for other persons (issue 39): n persons each have a fout and a
+// later handeling still to be delivered, and a free handeling of another person comes after
+// all of them. Rounds publish the free one and nothing held, the view holds none of the held
+// work (it is parked, so it takes no room: 100,000 would fill a view of the default size),
+// and the leader's metrics count what handeling.ReadHeld counts. Both ways the held work
+// arises: the fouts are there when the view is built, or they come (a consumer's fout of
+// what was in levering) while the later handelingen are in the view.
+func TestFreeHandelingPassesManyHeld(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{4_100, 100_000} {
+		for _, fout := range []string{"before", "while in the view"} {
+			t.Run(fmt.Sprintf("%d %s", n, fout), func(t *testing.T) {
+				t.Parallel()
+				cfg, first := Config{}, "fout"
+				if fout != "before" {
+					// All in levering at once (over time, MaxInLevering at a time): room for
+					// the round to take the later ones in.
+					cfg.MaxInLevering, first = n+1000, "in_levering"
+				}
+				e := newRoundEnv(t, cfg)
+				e.insertHeld(n, first)
+				if first == "in_levering" {
+					for range 30 { // take the later ones into the view: at most Limit a round
+						if got := e.round(); len(got) > 0 {
+							t.Fatalf("published %v while their persons are in levering", got)
+						}
+					}
+					if size := e.pub.work.view.size(); size != min(n, DefaultViewSize) {
+						t.Fatalf("the view holds %d handelingen, want the %d later ones", size, min(n, DefaultViewSize))
+					}
+					e.db.MustExec(`update admhnd set statuslev = 'fout', foutreden = 'test' where statuslev = 'in_levering'`)
+				}
+				free := e.insertFree(n)
+				rounds := 0
+				var got []int64
+				for ; rounds < 100 && len(got) == 0; rounds++ {
+					got = e.round()
+				}
+				wantIDs(t, fmt.Sprintf("the first round that published (of %d)", rounds), got, free)
+				v := e.pub.work.view
+				if v.size() != 0 || v.heldN != n {
+					t.Fatalf("the view holds %d handelingen and %d held behind fout, want none and %d", v.size(), v.heldN, n)
+				}
+				held := e.held(true)
+				gauge := handeling.Held{Handelingen: int64(testutil.ToFloat64(e.pub.m.held)), Personen: int64(testutil.ToFloat64(e.pub.m.heldPersons))}
+				if held != (handeling.Held{Handelingen: int64(n), Personen: int64(n)}) || gauge != held {
+					t.Fatalf("held behind fout: ReadHeld %+v, the metrics %+v; want %d of %d persons", held, gauge, n, n)
+				}
+				t.Logf("%d held: the free handeling published by round %d", n, rounds)
+			})
+		}
+	}
+}
