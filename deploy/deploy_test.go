@@ -141,7 +141,8 @@ func TestEveryAlertHasARunbookAndFiresAndQuietsInTests(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"BrpLeveringNoLeader", "BrpLeveringOldestUndeliveredAging", "BrpLeveringFout",
-		"BrpLeveringRepublished", "BrpLeveringSetAside", "BrpLeveringInLeveringAtCap", "BrpLeveringConsumerStalled"} {
+		"BrpLeveringHeldBehindFout", "BrpLeveringRepublished", "BrpLeveringSetAside", "BrpLeveringInLeveringAtCap",
+		"BrpLeveringConsumerStalled"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no alert %s", want)
 		}
