@@ -19,7 +19,6 @@ type holds struct {
 	fout    map[int64][]int64 // unreleased fout handeling -> its persons
 	persons map[int64]heldPerson
 	xor     int64 // of the ids in fout
-	pairs   int   // (handeling, person) pairs in fout
 }
 
 // heldPerson is a person of an unreleased fout handeling.
@@ -69,7 +68,6 @@ func (h *holds) set(s foutState) (newlyHeld []int64, released []release) {
 	if known {
 		delete(h.fout, s.id)
 		h.xor ^= s.id
-		h.pairs -= len(old)
 		for _, p := range old {
 			delta[p]--
 		}
@@ -77,7 +75,6 @@ func (h *holds) set(s foutState) (newlyHeld []int64, released []release) {
 	if s.held {
 		h.fout[s.id] = s.personen
 		h.xor ^= s.id
-		h.pairs += len(s.personen)
 		for _, p := range s.personen {
 			delta[p]++
 		}

@@ -307,11 +307,11 @@ func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err 
 	if v.holds == nil {
 		return true, nil
 	}
-	n, xor, pairs, err := readHoldsChecksum(ctx, q)
+	n, xor, err = readHoldsChecksum(ctx, q)
 	if err != nil {
 		return false, err
 	}
-	if n == len(v.holds.fout) && xor == v.holds.xor && pairs == v.holds.pairs {
+	if n == len(v.holds.fout) && xor == v.holds.xor {
 		return true, nil
 	}
 	// A fout handeling deleted, or changed with the triggers disabled: what the view parks

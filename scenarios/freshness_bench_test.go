@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -48,6 +49,10 @@ import (
 // BRP_FRESH_SQL runs on each database after the migration; BRP_FRESH_STATS=1 logs each run's
 // trigger functions (calls and time, with track_functions on, for example through BRP_FRESH_SQL)
 // and its tables' scans and writes: where a registration's or a round's time goes.
+// BRP_FRESH_ENV=BRP_LOG_LEVEL=debug adds the publisher's rounds that published (round_p50_ms,
+// round_p95_ms, rounds, published_per_round). BRP_FRESH_HELD lists numbers of persons held
+// behind fout before the processes start (default 0; heldBehindFout), alternated inside each
+// rate and form (issue 39).
 //
 // Figures: offered_hps (registrations per second committed in the measured window),
 // delivered_ratio (verzending arrivals in that window over registrations in it: 1 keeps up),
@@ -63,13 +68,21 @@ func BenchmarkFreshness(b *testing.B) {
 	forms := envList("BRP_FRESH_FORMS", "now,client,client_behind")
 	secs := envInt("BRP_FRESH_SECONDS", 20)
 	reps := envInt("BRP_FRESH_REPS", 1)
+	var held []int
+	for _, h := range envList("BRP_FRESH_HELD", "0") {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 0 {
+			b.Fatalf("BRP_FRESH_HELD: %q is not a number of persons", h)
+		}
+		held = append(held, n)
+	}
 	for _, f := range forms {
 		if _, ok := tsregForms[f]; !ok {
 			b.Fatalf("BRP_FRESH_FORMS: unknown tsreg form %q", f)
 		}
 	}
 	// A fresh broker runs its first minute of work through its interpreter (docs/performance.md).
-	warm := freshRun(b, svc, versions[0], 2000, "now", 15*time.Second)
+	warm := freshRun(b, svc, versions[0], 2000, "now", 15*time.Second, 0)
 	b.Logf("warm-up (not measured): %s p50 %.1f ms, p99 %.1f ms", versions[0].name, warm["p50_ms"], warm["p99_ms"])
 	for rep := 1; rep <= reps; rep++ {
 		if n := envInt("BRP_FRESH_BACKLOG", 0); n > 0 {
@@ -85,10 +98,16 @@ func BenchmarkFreshness(b *testing.B) {
 				b.Fatalf("BRP_FRESH_RATES: %q is not a rate", rate)
 			}
 			for _, form := range forms {
-				for _, v := range versions {
-					b.Run(fmt.Sprintf("rep=%d/rate=%d/tsreg=%s/version=%s", rep, r, form, v.name), measured(func(b *testing.B) figures {
-						return freshRun(b, svc, v, r, form, time.Duration(secs)*time.Second)
-					}))
+				for _, h := range held {
+					for _, v := range versions {
+						name := fmt.Sprintf("rep=%d/rate=%d/tsreg=%s/version=%s", rep, r, form, v.name)
+						if len(held) > 1 || h > 0 {
+							name = fmt.Sprintf("rep=%d/rate=%d/tsreg=%s/held=%d/version=%s", rep, r, form, h, v.name)
+						}
+						b.Run(name, measured(func(b *testing.B) figures {
+							return freshRun(b, svc, v, r, form, time.Duration(secs)*time.Second, h)
+						}))
+					}
 				}
 			}
 		}
@@ -182,11 +201,13 @@ type registration struct {
 	commit time.Time // when the commit returned
 }
 
-// freshRun runs one measurement: a fresh database migrated by v's publicatie, v's processes,
-// registrations at rate for 3 s unmeasured and then d measured, and the latency of each.
-func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form string, d time.Duration) figures {
+// freshRun runs one measurement: a fresh database migrated by v's publicatie, held persons
+// held behind fout (heldBehindFout), v's processes, registrations at rate for 3 s unmeasured
+// and then d measured, and the latency of each.
+func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form string, d time.Duration, held int) figures {
 	b.Helper()
 	db, dbURL := versionDB(b, svc, v)
+	heldBehindFout(db, held)
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
 	env := func(extra ...string) []string {
@@ -240,6 +261,8 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	})
 	f := figures{}
 	processFigures(b, f, m0, svc.BrokerPID(), svc.DBPID(), ps)
+	roundFigures(f, "", pub) // with BRP_FRESH_ENV=BRP_LOG_LEVEL=debug: the rounds' own log
+	logSlowRounds(b, pub, from)
 	if os.Getenv("BRP_FRESH_STATS") != "" {
 		var lines, tabs []string
 		err := db.Select(&lines, `select funcname || ' calls=' || calls || ' total_ms=' || round(total_time::numeric,1) || ' self_ms=' || round(self_time::numeric,1) from pg_stat_user_functions order by total_time desc`)
@@ -294,6 +317,48 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		b.Errorf("per-person order violated:\n%s", strings.Join(rep.Violations, "\n"))
 	}
 	return f
+}
+
+// logSlowRounds logs the five slowest rounds of pub's debug log (the rounds that published),
+// with when they ended relative to from: where a run's tail comes from.
+func logSlowRounds(b *testing.B, pub *brptest.Proc, from time.Time) {
+	rounds := pub.Lines("round committed")
+	slices.SortFunc(rounds, func(x, y map[string]any) int {
+		dx, _ := x["duration_seconds"].(float64)
+		dy, _ := y["duration_seconds"].(float64)
+		return cmp.Compare(dy, dx)
+	})
+	var out []string
+	for _, l := range rounds[:min(5, len(rounds))] {
+		d, _ := l["duration_seconds"].(float64)
+		out = append(out, fmt.Sprintf("%.0f ms at %+.1f s (published %v, taken in %v, candidates %v)",
+			d*1e3, lineTime(l).Sub(from).Seconds(), l["published"], l["taken_in"], l["candidates"]))
+	}
+	if len(out) > 0 {
+		b.Logf("slowest rounds: %s", strings.Join(out, "; "))
+	}
+}
+
+// heldBehindFout registers n persons from 1,000,000 on, each with a fout handeling and a later
+// one still to be delivered (ids from 10,000,000 on), an hour before the measured
+// registrations: issue 39's work that a fout holds back, beside which they must flow.
+func heldBehindFout(db *sqlx.DB, n int) {
+	if n == 0 {
+		return
+	}
+	db.MustExec(`
+		with f as (
+			insert into admhnd (id, soort, tsreg, statuslev, foutreden)
+			select 10000000 + i, 'VERHUIZING', now() - interval '1 hour' + make_interval(secs => i / 100000.0), 'fout', 'bench'
+			from generate_series(1, $1::int) i returning id
+		), l as (
+			insert into admhnd (id, soort, tsreg)
+			select id + $1::int, 'VERHUIZING', now() - interval '30 minutes' + make_interval(secs => (id - 10000000) / 100000.0)
+			from f returning id
+		)
+		insert into admhnd_persoon (admhnd_id, persoon_id)
+		select id, 990000 + id - 10000000 from f union all select id, 990000 + id - 10000000 - $1::int from l`, n)
+	db.MustExec(`analyze admhnd, admhnd_persoon`)
 }
 
 // bareDB is a fresh database with nothing in it, dropped when b ends.

@@ -391,7 +391,8 @@ func cpuParts(f figures) float64 {
 }
 
 // roundFigures records the publisher's rounds that published something, from its debug log
-// ("round committed"), as prefix+round_p50_ms, round_p95_ms, rounds and published_per_round.
+// ("round committed"), as prefix+round_p50_ms, round_p95_ms, round_max_ms, rounds and
+// published_per_round.
 func roundFigures(f figures, prefix string, pub *brptest.Proc) {
 	var ms []float64
 	published := 0.0
@@ -406,6 +407,7 @@ func roundFigures(f figures, prefix string, pub *brptest.Proc) {
 	}
 	slices.Sort(ms)
 	f[prefix+"round_p50_ms"], f[prefix+"round_p95_ms"] = percentile(ms, 0.5), percentile(ms, 0.95)
+	f[prefix+"round_max_ms"] = ms[len(ms)-1]
 	f[prefix+"rounds"], f[prefix+"published_per_round"] = float64(len(ms)), published/float64(len(ms))
 }
 
