@@ -141,7 +141,7 @@ func TestEveryAlertHasARunbookAndFiresAndQuietsInTests(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"BrpLeveringNoLeader", "BrpLeveringOldestUndeliveredAging", "BrpLeveringFout",
-		"BrpLeveringHeldBehindFout", "BrpLeveringRepublished", "BrpLeveringSetAside", "BrpLeveringInLeveringAtCap",
+		"BrpLeveringHeldBehindFout", "BrpLeveringHorizonWaitHigh", "BrpLeveringRepublished", "BrpLeveringSetAside", "BrpLeveringInLeveringAtCap",
 		"BrpLeveringConsumerStalled"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no alert %s", want)

@@ -84,6 +84,7 @@ in the future          0  tsreg over 5s ahead of the database clock
 
 delivery delay      p50 AGE, p99 AGE (registration to delivery, 2 delivered in the last 5 minutes)
 oldest undelivered  2 HUWELIJK, registered YYYY-MM-DD hh:mm:ss.fff, age AGE, te leveren
+horizon             waits 0ms: lead margin 0ms (at most 2s), no open transaction holds it
 lease               host-a-123 leads, epoch 3, last activity AGE ago
 
 blocked persons: 3
@@ -120,6 +121,7 @@ in the future          0  tsreg over 5s ahead of the database clock
 
 delivery delay      no deliveries in the last 5 minutes
 oldest undelivered  none
+horizon             waits 0ms: lead margin 0ms (at most 2s), no open transaction holds it
 lease               nobody holds it: handed over AGE ago at the end of epoch 7; the next publicatie to poll takes it
 
 blocked persons: 0

@@ -105,6 +105,69 @@ type Overview struct {
 	Fouten []Fout `json:"fouten"`
 	// Lease is the cluster's publication lease.
 	Lease handeling.Lease `json:"lease"`
+	// Horizon is what the publisher's horizon waits for: a handeling registered after it is not
+	// published before it has passed.
+	Horizon Horizon `json:"horizon"`
+}
+
+// Horizon is what holds the publisher's horizon back now (publicatie.readHorizon): the lead
+// margin for bijhouding's tsreg, and the oldest open transaction that may still register an
+// older handeling (the view publicatie_horizon, which the publisher reads too).
+type Horizon struct {
+	// WaitSeconds is how far the horizon lies behind the database clock: the margin and the
+	// holding transaction's age.
+	WaitSeconds float64 `json:"wait_seconds"`
+	// MarginSeconds is the lead margin the leader learned, MaxLeadSeconds its bound.
+	MarginSeconds  float64 `json:"margin_seconds"`
+	MaxLeadSeconds float64 `json:"max_lead_seconds"`
+	// MaxWaitSeconds is how long a transaction that registered holds it at most (MAXWAIT);
+	// any other transaction holds it for a second.
+	MaxWaitSeconds float64 `json:"max_wait_seconds"`
+	// Holder is the oldest open transaction that holds it; nil when none does.
+	Holder *HorizonTransaction `json:"holder"`
+}
+
+// HorizonTransaction is an open transaction of the database as pg_stat_activity shows it.
+type HorizonTransaction struct {
+	PID             int     `json:"pid"`
+	ApplicationName string  `json:"application_name"`
+	State           string  `json:"state"`
+	WaitEvent       string  `json:"wait_event"`
+	AgeSeconds      float64 `json:"age_seconds"`
+	// Registers says it has registered a handeling (it holds admhnd in row exclusive mode).
+	Registers bool `json:"registers"`
+}
+
+// horizonSQL reads the margin, its bounds and the oldest open transaction that holds the
+// horizon.
+const horizonSQL = `
+		select extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8, extract(epoch from v.max_wait)::float8,
+		       h.pid, h.application_name, h.state, h.wait_event, h.age_seconds, h.registers
+		from publicatie_toestand v
+		left join lateral (select * from publicatie_horizon where holds order by xact_start limit 1) h on true`
+
+// readHorizon reads the Horizon.
+func readHorizon(ctx context.Context, q sqlx.QueryerContext) (Horizon, error) {
+	var hz Horizon
+	var pid sql.NullInt64
+	var app, state, wait sql.NullString
+	var age sql.NullFloat64
+	var registers sql.NullBool
+	err := q.QueryRowxContext(ctx, horizonSQL).Scan(&hz.MarginSeconds, &hz.MaxLeadSeconds, &hz.MaxWaitSeconds,
+		&pid, &app, &state, &wait, &age, &registers)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return hz, nil
+	case err != nil:
+		return hz, fmt.Errorf("overview: horizon: %w", err)
+	}
+	hz.WaitSeconds = hz.MarginSeconds
+	if pid.Valid {
+		hz.Holder = &HorizonTransaction{PID: int(pid.Int64), ApplicationName: app.String, State: state.String,
+			WaitEvent: wait.String, AgeSeconds: age.Float64, Registers: registers.Bool}
+		hz.WaitSeconds += age.Float64
+	}
+	return hz, nil
 }
 
 // Undelivered is a handeling not yet delivered.
@@ -271,6 +334,9 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	}
 	if o.Lease, err = handeling.ReadLease(ctx, tx, cfg.Cluster); err != nil {
 		return o, fmt.Errorf("overview: %w", err)
+	}
+	if o.Horizon, err = readHorizon(ctx, tx); err != nil {
+		return o, err
 	}
 	return o, nil
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -575,5 +576,59 @@ func TestOddTsregIsListedAndShown(t *testing.T) {
 		if _, err := operate.ShowFout(ctx, db, id, operate.OverviewConfig{FoutPolicy: handeling.Strict}); err != nil {
 			t.Fatalf("show %d: %v", id, err)
 		}
+	}
+}
+
+// The overview names the open transaction that holds the publisher's horizon, and how long: a
+// report that writes its own tables holds it for a second only, a bijhouding transaction that
+// registered a handeling for MaxWait (here the default, 2 s).
+func TestOverviewNamesTheTransactionThatHoldsTheHorizon(t *testing.T) {
+	t.Parallel()
+	db, url := brptest.DB(t)
+	ctx := context.Background()
+	horizon := func() operate.Horizon {
+		t.Helper()
+		o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.Horizon
+	}
+	if h := horizon(); h.Holder != nil || h.MaxWaitSeconds != 2 || h.MaxLeadSeconds != 2 {
+		t.Fatalf("horizon of an idle database: %+v", h)
+	}
+	other := func(app string) *sqlx.Tx {
+		t.Helper()
+		conn := sqlx.MustConnect("postgres", url+"&application_name="+app)
+		t.Cleanup(func() { conn.Close() })
+		tx := conn.MustBegin()
+		t.Cleanup(func() { _ = tx.Rollback() })
+		return tx
+	}
+	report := other("report")
+	report.MustExec(`create temporary table r as select 1 as x`)
+	h := horizon()
+	if h.Holder == nil || h.Holder.ApplicationName != "report" || h.Holder.Registers || h.Holder.PID == 0 || h.WaitSeconds < h.Holder.AgeSeconds {
+		t.Fatalf("a report just begun: %+v (holder %+v)", h, h.Holder)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if h := horizon(); h.Holder != nil {
+		t.Fatalf("a report open past the grace still holds the horizon: %+v", h.Holder)
+	}
+	bijhouding := other("bijhouding")
+	bijhouding.MustExec(`insert into admhnd (id, soort, tsreg) values (1, 'VERHUIZING', now())`)
+	time.Sleep(1100 * time.Millisecond)
+	if h := horizon(); h.Holder == nil || h.Holder.ApplicationName != "bijhouding" || !h.Holder.Registers || h.Holder.AgeSeconds < 1 {
+		t.Fatalf("a registering transaction past the grace: %+v", h.Holder)
+	}
+	time.Sleep(time.Second)
+	if h := horizon(); h.Holder != nil {
+		t.Fatalf("a registering transaction open past MaxWait still holds the horizon: %+v", h.Holder)
+	}
+	bijhouding2 := other("bijhouding")
+	bijhouding2.MustExec(`insert into admhnd (id, soort, tsreg) values (2, 'VERHUIZING', now())`)
+	out := mustCLI(t, operate.CLI{DB: db}, "status")
+	if !regexp.MustCompile(`horizon +waits \d+ms: lead margin 0ms \(at most 2s\), open transaction pid \d+ "bijhouding", idle in transaction for \d+ms, registered handelingen: holds it for 2s at most`).MatchString(out) {
+		t.Fatalf("publicatie status does not name the transaction that holds the horizon:\n%s", out)
 	}
 }

@@ -57,6 +57,7 @@ func writeStatus(w io.Writer, o Overview) {
 	if f := o.FirstFuture; f != nil {
 		fmt.Fprintf(w, "first in the future %d %s, registered %s, ahead %s: waits until then\n", f.ID, clean(f.Soort), f.Tsreg.Local().Format(tsFormat), FormatAge(f.AheadSeconds))
 	}
+	writeHorizon(w, o.Horizon)
 	l := o.Lease
 	switch {
 	case l.HandedOver() && l.SecondsSinceActivity >= 0:
@@ -215,4 +216,20 @@ func cut(s string, n int) string {
 		return string(r)
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// writeHorizon writes what the publisher's horizon waits for: the margin and the oldest open
+// transaction that holds it.
+func writeHorizon(w io.Writer, hz Horizon) {
+	fmt.Fprintf(w, "horizon             waits %s: lead margin %s (at most %s)", FormatAge(hz.WaitSeconds), FormatAge(hz.MarginSeconds), FormatAge(hz.MaxLeadSeconds))
+	if t := hz.Holder; t != nil {
+		registers := "registered nothing yet: holds it for 1s at most"
+		if t.Registers {
+			registers = fmt.Sprintf("registered handelingen: holds it for %s at most", FormatAge(hz.MaxWaitSeconds))
+		}
+		fmt.Fprintf(w, ", open transaction pid %d %q, %s for %s, %s", t.PID, clean(t.ApplicationName), clean(t.State), FormatAge(t.AgeSeconds), registers)
+	} else {
+		fmt.Fprint(w, ", no open transaction holds it")
+	}
+	fmt.Fprintln(w)
 }

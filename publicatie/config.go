@@ -68,6 +68,13 @@ type Config struct {
 	// (handeling.FoutOvertaken) rather than reaching afnemers out of order. Default
 	// DefaultMaxLead.
 	MaxLead time.Duration
+	// MaxWait bounds how long the horizon waits for an open transaction that registers
+	// handelingen (it holds admhnd in row exclusive mode): a longer one no longer holds
+	// publication back, and what it commits later takes the late path (migration 0014). Any
+	// other transaction holds it for LateWriterGrace only. So a handeling waits for bijhouding
+	// at most MaxWait plus the lead margin (at most MaxLead). At least LateWriterGrace. Default
+	// DefaultMaxWait.
+	MaxWait time.Duration
 	// Excluded lists soorten that are never published and never block anyone.
 	// Nil means handeling.DefaultExcluded(); an empty non-nil slice excludes nothing.
 	Excluded []string
@@ -111,6 +118,10 @@ var ErrConfig = errors.New("publicatie: invalid config")
 // one hands it back sooner, through the broker (3 x the STOMP heart-beat, 15 s by default) and
 // its batch timeout (20 s by default), so the republication does not race those.
 const DefaultRedeliveryTimeout = time.Minute
+
+// DefaultMaxWait is Config.MaxWait's default: far longer than an ordinary registration's
+// transaction (milliseconds), short enough that a long one holds delivery back for two seconds.
+const DefaultMaxWait = 2 * time.Second
 
 // DefaultViewSize is Config.ViewSize's default: about what DefaultViewBytes holds of
 // handelingen of one or two persons.
@@ -183,6 +194,9 @@ func (c *Config) setDefaults() {
 	if c.MaxLead == 0 {
 		c.MaxLead = DefaultMaxLead
 	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
 	if c.Excluded == nil {
 		c.Excluded = handeling.DefaultExcluded()
 	}
@@ -234,6 +248,8 @@ func (c Config) validate() error {
 		return bad("GroupBytes", c.GroupBytes, "expected a positive size")
 	case c.MaxLead < 0:
 		return bad("MaxLead", c.MaxLead, "expected a positive duration")
+	case c.MaxWait < LateWriterGrace:
+		return bad("MaxWait", c.MaxWait, "expected at least %v", LateWriterGrace)
 	case c.RedeliveryTimeout < 0:
 		return bad("RedeliveryTimeout", c.RedeliveryTimeout, "expected a positive duration")
 	case !c.FoutPolicy.Valid():

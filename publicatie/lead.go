@@ -1,6 +1,7 @@
 package publicatie
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -8,34 +9,39 @@ import (
 	"time"
 )
 
-// The lead (issue 32). Bijhouding takes tsreg from its application server's clock as it starts
-// a registration, before its transaction begins, and that host's clock may be behind the
-// database's by some hundreds of milliseconds (CONTRACT.md section 1: the normal case). So a
-// registration's tsreg lies a little before its transaction's start, by its lead. The horizon
-// (readHorizon) keeps the view to handelingen no open transaction can still register an older
-// one before, which holds only if it is lowered by the largest lead a transaction may have:
-// the margin.
+// The lead. Bijhouding takes tsreg from its application server's clock as it starts a
+// registration, before its transaction begins (before it even has a connection from its pool),
+// and that host's clock may be behind the database's (CONTRACT.md section 1: the normal case).
+// So a registration's tsreg lies a little before its transaction's start, by its lead. The
+// horizon (readHorizon) keeps the view to handelingen no open transaction can still register an
+// older one before, which holds only if it is lowered by the lead a transaction may have: the
+// margin.
 //
-// A fixed margin would hold every handeling back by it, however small the leads really are.
-// So the leader learns it: the registration trigger (migration 0011) records a handeling whose
-// lead exceeds the margin, with its lead (publicatie_nakomer.voorsprong), and when more than a
-// tenth of what the leader took in lately was recorded so, it raises the margin to their
-// median lead plus leadSlack, at most Config.MaxLead (the documented bound,
-// publicatie_toestand.grens: leads beyond it never raise the margin, so a load of last
-// month's handelingen does not hold back today's). Such a late handeling is taken into the
-// view at its place behind the stand; the consumer's order check (package levering) keeps it
-// from reaching afnemers after a newer handeling of its persons.
-// After leadDecay without a raise the margin is halved, so that one application server whose
-// clock jumped back does not hold publication back for good; if the leads are still that
-// large, the next late one raises it again.
+// The margin follows the leads bijhouding shows now. The registration trigger records a
+// registration whose lead exceeds the margin (late: publicatie_nakomer.voorsprong, every one of
+// them) and samples the leads of the others at the rate the leader asks for
+// (publicatie_lead_samples, about leadSamplesPerSecond a second). Every round the leader
+// weighs both over the last leadWindow (a sample for the registrations it stands for) and sets
+// the margin to their leadQuantile, plus leadSlack, at most Config.MaxLead (the documented
+// bound, publicatie_toestand.grens: leads beyond it never count, so a load of last month's
+// handelingen does not hold back today's). It raises the margin as soon as three late ones say
+// so, and lowers it once leadMinObservations say so: a burst's or a lagging clock's margin comes
+// down seconds after the leads do.
 //
-// The triggers read the margin in their own transactions, and the stand moved under the margins
-// before: so for a minute after a change (until sinds) a registration is recorded when its lead
-// exceeds the lowest margin in force since (the stand may lie as far ahead as that one let it
-// move: a raise would otherwise let a lead just above the old margin fall behind the stand
-// unrecorded), and the horizon holds a transaction begun before sinds back by the highest (it
-// may have compared its leads with that one). A minute covers a round's commit and, the margin
-// being at most MaxLead (at most a minute), the stand catching up with the new margin.
+// What the margin does not cover is late: taken into the view at its place behind the stand, and
+// should a newer handeling of its persons have been delivered first, the consumer's order check
+// (package levering) ends it fout (handeling.FoutOvertaken) rather than deliver it out of order.
+// The trade-off: every handeling waits the margin; about 1 - leadQuantile of the registrations
+// take the late path (a record in bijhouding's transaction, and the risk of a fout). Figures in
+// docs/performance.md ("Bounded waits").
+//
+// The triggers read the margin in their own transactions, and the stand moved under the
+// margins before. After a raise, for leadHold (until sinds), a registration is recorded when its
+// lead exceeds the lowest margin in force since (the stand may lie as far ahead as that one let
+// it move). After a lowering, transactions begun before it committed (hoog_tot, set by the next
+// round) are held back by the highest margin since: they may have compared their leads with it.
+// They hold the horizon for at most Config.MaxWait, and what they commit later is recorded at
+// their commit (migration 0014), so a lowering takes effect within MaxWait.
 
 // DefaultMaxLead is Config.MaxLead's default: above the clock offsets between hosts synchronised
 // by NTP (milliseconds) and the time an application server takes from stamping tsreg to its
@@ -43,99 +49,96 @@ import (
 // also the most a handeling may be held back for bijhouding's clocks.
 const DefaultMaxLead = 2 * time.Second
 
-// leadSlack is added to a lead when the margin is raised to it: leads jitter by about a
-// millisecond; more slack would hold every handeling back by that much.
+// leadSlack is added to the leads' quantile: leads jitter by about a millisecond; more slack
+// would hold every handeling back by that much.
 const leadSlack = 5 * time.Millisecond
 
-// leadDecay is how long the margin stays up without a raise before it is halved.
-const leadDecay = 10 * time.Minute
+// leadWindow is how long the leads the margin follows are kept: how soon it comes down after
+// the leads have.
+const leadWindow = 5 * time.Second
 
-// leadHold is how long after a lowering commits the higher margin is still held for
-// transactions begun before it: longer than a round takes to commit.
-const leadHold = time.Minute
+// leadQuantile is the share of the registrations whose lead the margin covers.
+const leadQuantile = 0.99
 
-// leadRow is publicatie_toestand as the round read it: the margin, its bound, and the
-// margin held for the open transactions (the higher one while a lowering is recent).
+// leadMinLate is how many registrations recorded late (beyond the margin) within leadWindow
+// raise it: a straggler (a garbage collection between reading the clock and BEGIN) does not.
+const leadMinLate = 3
+
+// leadMinObservations is how many leads, late or sampled, lower the margin; with fewer in
+// leadWindow the leader looks back further, up to leadMemory.
+const leadMinObservations = 20
+
+// leadMemory bounds how far back the leads are kept when few registrations come.
+const leadMemory = time.Minute
+
+// leadSamplesPerSecond is how many ordinary registrations' leads the leader asks the trigger
+// to sample a second (publicatie_toestand.lead_sample_rate: this over the registrations a
+// second it takes in, at most all of them). Each is a row written in bijhouding's transaction.
+const leadSamplesPerSecond = 50
+
+// leadSampleLease is how long the trigger samples after the leader last asked
+// (lead_sample_until): without a leader, nobody reads the samples, and none are written.
+const leadSampleLease = 15 * time.Second
+
+// leadHoldFor is how long after a change of the margin a registration is recorded when its
+// lead exceeds the lowest margin since (sinds): until the stand, moved under that margin, lies
+// behind what the new one lets in (at most maxLead), and every transaction that was open at
+// the change has committed or is recorded at its commit (maxWait), with a second for the
+// round's commit.
+func leadHoldFor(maxLead, maxWait time.Duration) time.Duration {
+	return maxLead + maxWait + time.Second
+}
+
+// leadRow is publicatie_toestand as the round read it.
 type leadRow struct {
-	marge, grens, held time.Duration
+	marge, grens time.Duration
+	held         time.Duration // the margin the horizon used: the higher one while a lowering is recent
+	maxWait      time.Duration
+	hoogPending  bool          // a lowering committed: hoog_tot is to be set to this round's start
+	sampleRate   float64       // lead_sample_rate
+	sampleLeft   time.Duration // until lead_sample_until
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// leadWindow is how long the leader counts the leads it learns from: what was recorded late
-// (with a lead within MaxLead) against all it took in.
-const leadWindow = 10 * time.Second
-
-// leadLateShare is the share of the handelingen taken in during leadWindow that must have been
-// late before the margin is raised. Being late costs a record and, should a newer handeling of
-// its persons be delivered before it is visible, a fout; a margin costs every handeling its
-// size in latency. So the margin follows the bulk of the leads (an application server's
-// clock behind, a pool that reads the clock before it begins), not the stragglers (a garbage
-// collection between reading the clock and BEGIN).
-const leadLateShare = 0.1
-
-// leadSeen is one round's part of the window: how many handelingen it took in, and the leads
-// of those recorded late.
+// leadSeen is one round's part of the window: how many handelingen it took in, the leads of
+// those recorded late, and the sampled leads with the sample rate they were taken at.
 type leadSeen struct {
-	at    time.Time
-	taken int
-	leads []time.Duration
+	at      time.Time
+	taken   int
+	late    []time.Duration
+	samples []time.Duration
+	rate    float64
 }
 
-// learnLead raises the margin to the median lead of the handelingen recorded late in the last
-// leadWindow (plus leadSlack, at most MaxLead), when they were more than leadLateShare of what
-// the leader took in (and at least three); it halves the margin after leadDecay without a
-// raise, and writes MaxLead as the bound when it changed, in the round's transaction. leads
-// are those recorded since the last round.
-func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, leads []time.Duration) error {
+// learnLead records what this round read (late: the leads of registrations recorded late,
+// samples: the sampled ones) and sets the margin, its bound, the wait bound and the sample rate
+// in the round's transaction when one of them changed (leadMargin).
+func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, samples []time.Duration) error {
 	now := time.Now()
-	if w.leadSince.IsZero() {
-		w.leadSince = now // a new leader: the decay counts from here
-	}
-	w.leadSeen = append(w.leadSeen, leadSeen{at: now, leads: leads})
-	for len(w.leadSeen) > 0 && now.Sub(w.leadSeen[0].at) > leadWindow {
+	w.leadSeen = append(w.leadSeen, leadSeen{at: now, late: late, samples: samples, rate: cur.sampleRate})
+	for len(w.leadSeen) > 0 && now.Sub(w.leadSeen[0].at) > leadMemory {
 		w.leadSeen = w.leadSeen[1:]
 	}
-	var late []time.Duration
-	taken := 0
-	for _, s := range w.leadSeen {
-		taken += s.taken
-		for _, l := range s.leads {
-			// Recorded for a while after a change beyond a lower margin (sinds): only what
-			// exceeds this one says it is too small.
-			if l > cur.marge {
-				late = append(late, l)
-			}
-		}
-	}
-	want := cur.marge
-	if len(late) >= 3 && float64(len(late)) > leadLateShare*float64(max(taken, len(late))) {
-		slices.Sort(late)
-		if m := min(w.cfg.MaxLead, late[len(late)/2]+leadSlack); m > cur.marge {
-			want = m
-		}
-	}
-	switch {
-	case want > cur.marge:
-		w.leadSince, w.leadSeen = now, nil // learn the next raise from what comes after this one
-	case cur.marge > 0 && now.Sub(w.leadSince) >= leadDecay:
-		want = cur.marge / 2
-		if want < time.Millisecond {
-			want = 0
-		}
-		w.leadSince, w.leadSeen = now, nil
-	}
-	if want == cur.marge && cur.grens == w.cfg.MaxLead {
+	want, obs, lateN := leadMargin(w.leadSeen, now, cur.marge, w.cfg.MaxLead)
+	rate := sampleRate(w.leadSeen, now)
+	renew := cur.sampleLeft < leadSampleLease/2 || rate > 2*cur.sampleRate || rate < cur.sampleRate/2
+	if want == cur.marge && cur.grens == w.cfg.MaxLead && cur.maxWait == w.cfg.MaxWait && !cur.hoogPending && !renew {
 		w.m.leadMargin.Set(cur.held.Seconds())
 		return nil
 	}
-	if _, err := q.ExecContext(ctx, leadSQL, want.Seconds(), w.cfg.MaxLead.Seconds(), leadHold.Seconds()); err != nil {
+	if !renew {
+		rate = cur.sampleRate
+	}
+	hold := leadHoldFor(w.cfg.MaxLead, w.cfg.MaxWait)
+	if _, err := q.ExecContext(ctx, leadSQL, want.Seconds(), w.cfg.MaxLead.Seconds(), hold.Seconds(), w.cfg.MaxWait.Seconds(),
+		rate, leadSampleLease.Seconds()); err != nil {
 		return fmt.Errorf("lead margin: %w", err)
 	}
 	w.dirty = true
 	if want != cur.marge {
 		w.log.Info("tsreg lead margin changed: the horizon is held back by the lead bijhouding's tsreg may have on its transaction's start",
-			slog.Duration("margin", want), slog.Duration("was", cur.marge), slog.Int("late", len(late)), slog.Int("taken_in", taken),
+			slog.Duration("margin", want), slog.Duration("was", cur.marge), slog.Int("leads", obs), slog.Int("late", lateN),
 			slog.Duration("max_lead", w.cfg.MaxLead))
 	}
 	w.m.leadMargin.Set(max(want, cur.held).Seconds())
@@ -147,4 +150,72 @@ func (w *openWork) tookIn(n int) {
 	if k := len(w.leadSeen); k > 0 {
 		w.leadSeen[k-1].taken += n
 	}
+}
+
+// leadMargin is the margin the leads seen call for, given the current one (marge) and the
+// bound: the leadQuantile of the leads of leadWindow (of more, up to leadMemory, while they are
+// fewer than leadMinObservations), each sample weighing for the registrations it stands for,
+// plus leadSlack. It is raised only when at least leadMinLate of them were late (beyond
+// marge), lowered only on leadMinObservations, and never above maxLead. It also returns how
+// many leads it weighed and how many of those were late.
+func leadMargin(seen []leadSeen, now time.Time, marge, maxLead time.Duration) (want time.Duration, obs, late int) {
+	type lead struct {
+		d time.Duration
+		w float64
+	}
+	var leads []lead
+	total := 0.0
+	for i := len(seen) - 1; i >= 0; i-- {
+		s := seen[i]
+		if now.Sub(s.at) > leadWindow && len(leads) >= leadMinObservations {
+			break
+		}
+		for _, d := range s.late {
+			leads = append(leads, lead{d, 1})
+			total++
+			if d > marge {
+				late++
+			}
+		}
+		w := 1 / max(s.rate, 1e-3)
+		for _, d := range s.samples {
+			leads = append(leads, lead{d, w})
+			total += w
+		}
+	}
+	if len(leads) == 0 {
+		return marge, 0, 0
+	}
+	slices.SortFunc(leads, func(a, b lead) int { return cmp.Compare(a.d, b.d) })
+	q, acc := leads[len(leads)-1].d, 0.0
+	for _, l := range leads {
+		if acc += l.w; acc >= leadQuantile*total {
+			q = l.d
+			break
+		}
+	}
+	target := min(maxLead, max(0, q+leadSlack))
+	switch {
+	case target > marge && late >= leadMinLate:
+		return target, len(leads), late
+	case target < marge && len(leads) >= leadMinObservations && (target <= marge*4/5 || marge-target >= 10*time.Millisecond):
+		return target, len(leads), late
+	}
+	return marge, len(leads), late
+}
+
+// sampleRate is the sample rate that gives about leadSamplesPerSecond samples a second at the
+// rate handelingen were taken in over leadWindow (all of them while few come).
+func sampleRate(seen []leadSeen, now time.Time) float64 {
+	taken := 0
+	for _, s := range seen {
+		if now.Sub(s.at) <= leadWindow {
+			taken += s.taken
+		}
+	}
+	perSecond := float64(taken) / leadWindow.Seconds()
+	if perSecond <= leadSamplesPerSecond {
+		return 1
+	}
+	return max(0.001, leadSamplesPerSecond/perSecond)
 }

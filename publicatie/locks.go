@@ -23,7 +23,7 @@ import (
 // The order: admhnd first, then the service's tables in the order a round first touches them.
 // A table a round writes belongs here (TestRoundLocksItsTablesFirst).
 var roundLocksSQL = handeling.TableLocksSQL("admhnd", "publicatie_toestand", "publicatie_ingehaald", "publicatie_laat_personen",
-	"publicatie_herlees", "publicatie_fout_changes", "publicatie_nakomer")
+	"publicatie_herlees", "publicatie_lead_samples", "publicatie_fout_changes", "publicatie_nakomer")
 
 // lockRoundTables takes the round's table locks (roundLocksSQL). The statement has no
 // parameters and is not in roundSQL: it must run unprepared, planned each time.

@@ -28,6 +28,9 @@ type metrics struct {
 	latePersons  prometheus.Counter
 	tsregFout    prometheus.Counter
 	leadMargin   prometheus.Gauge
+	horizonWait  prometheus.Gauge
+	horizonTx    prometheus.Gauge
+	waitBound    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -66,10 +69,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Handelingen bijhouding added persons to after they were delivered: afnemers received them without those persons."}),
 		leadMargin: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_tsreg_lead_margin_seconds",
 			Help: "How far the leader holds its horizon back for bijhouding's tsreg lying before its transaction's start (learned, at most MAXLEAD); 0 on followers until they lead."}),
+		horizonWait: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_wait_seconds",
+			Help: "How far the leader's horizon lay behind the database clock in its last round: the lead margin and the age of the oldest open transaction that holds the horizon (a registration may still commit before it). Handelingen registered after the horizon wait for it; at most brp_levering_horizon_wait_bound_seconds. 0 on followers."}),
+		horizonTx: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_transaction_age_seconds",
+			Help: "Age of the oldest open transaction that held the leader's horizon in its last round (0: none); the status page names it."}),
+		waitBound: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_wait_bound_seconds",
+			Help: "The most the horizon waits by its settings: MAXWAIT for an open transaction plus MAXLEAD for bijhouding's tsreg lead."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
-			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.held, m.heldPersons, m.latePersons, m.tsregFout, m.leadMargin)
+			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.held, m.heldPersons, m.latePersons, m.tsregFout, m.leadMargin,
+			m.horizonWait, m.horizonTx, m.waitBound)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it

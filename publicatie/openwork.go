@@ -27,11 +27,8 @@ type openWork struct {
 	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees or
 	// publicatie_laat_personen, or changed the lead margin: the round must commit even if it
 	// publishes nothing.
-	dirty bool
-	// leadSince is when the lead margin was last raised or lowered (or this leader began): it
-	// decays leadDecay later (lead.go).
-	leadSince time.Time
-	leadSeen  []leadSeen // the window learnLead reads
+	dirty    bool
+	leadSeen []leadSeen // the window learnLead reads
 	// recheck are the handelingen the last committed round could not mark (no longer to be
 	// delivered, or locked by another session): they left the view, and the next intake takes
 	// back those still to be delivered, before anything newer of their persons. Kept here, not
@@ -54,7 +51,7 @@ func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
 func (w *openWork) forEpoch(epoch int64) *view {
 	if w.view == nil || w.epoch != epoch {
 		if w.epoch != epoch {
-			w.leadSince, w.leadSeen = time.Time{}, nil
+			w.leadSeen = nil
 		}
 		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap, nil), epoch, time.Now()
 	}
@@ -67,6 +64,8 @@ func (w *openWork) drop() {
 	if w.view != nil {
 		w.view = nil
 		w.m.setView(nil)
+		w.m.horizonWait.Set(0)
+		w.m.horizonTx.Set(0)
 	}
 }
 
@@ -128,11 +127,11 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 		w.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
 			slog.String("reason", handeling.FoutTsreg))
 	}
-	oldest, recordedLate, leads, err := readHerlees(ctx, q)
+	oldest, recordedLate, lateLeads, samples, err := readHerlees(ctx, q)
 	if err != nil {
 		return 0, false, err
 	}
-	if err := w.learnLead(ctx, q, lead, leads); err != nil {
+	if err := w.learnLead(ctx, q, lead, lateLeads, samples); err != nil {
 		return 0, false, err
 	}
 	if recordedLate {

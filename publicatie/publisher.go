@@ -81,6 +81,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 	}
 	log = log.With(slog.String("cluster", cfg.Cluster), slog.String("instance", cfg.Instance))
 	m := newMetrics(cfg.Registerer)
+	m.waitBound.Set((cfg.MaxWait + cfg.MaxLead).Seconds())
 	return &Publisher{
 		cfg: cfg,
 		db:  db,

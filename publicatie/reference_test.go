@@ -127,7 +127,7 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 			t.Parallel()
 			r := rand.New(rand.NewPCG(seed, stream))
 			cfg := base(r)
-			cfg.MaxInLevering, cfg.RedeliveryTimeout = 2+r.IntN(8), time.Hour
+			cfg.MaxInLevering, cfg.RedeliveryTimeout, cfg.MaxWait = 2+r.IntN(8), time.Hour, time.Hour
 			cfg.GroupSize = []int{1, 2, 3, 100}[r.IntN(4)]
 			cfg.GroupBytes = []int{DefaultGroupBytes, 100, 150}[r.IntN(3)]
 			cfg.FoutPolicy = []handeling.FoutPolicy{handeling.Strict, handeling.Skip}[r.IntN(2)]
@@ -282,9 +282,10 @@ func (h *history) lateWriter() {
 		if err != nil {
 			h.fail("%v", err)
 		}
-		// The transaction starts now, and takes a transaction id as a writer does at once
-		// (it holds back the horizon; late_test.go has writers that wait without one).
-		if _, err := tx.Exec(`select pg_current_xact_id()`); err != nil {
+		// The transaction starts now and holds admhnd as a registering one does, so it holds
+		// back the horizon for MaxWait (an hour here: late_test.go has the bound, and writers
+		// that register nothing).
+		if _, err := tx.Exec(`lock table admhnd in row exclusive mode`); err != nil {
 			h.fail("%v", err)
 		}
 		h.late, h.lateAt = tx, h.step+5+h.r.IntN(20)

@@ -161,7 +161,7 @@ func TestRoundLocksSQL(t *testing.T) {
 	}
 	want := []string{"admhnd RowExclusiveLock", "admhnd_persoon AccessShareLock", "admhnd_persoon_persoon_idx AccessShareLock",
 		"admhnd_persoon_pkey AccessShareLock", "publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
-		"publicatie_laat_personen RowExclusiveLock", "publicatie_nakomer RowExclusiveLock", "publicatie_toestand RowExclusiveLock"}
+		"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock", "publicatie_toestand RowExclusiveLock"}
 	if !slices.Equal(held, want) {
 		t.Fatalf("after roundLocksSQL the round holds\n%v\nwant\n%v", held, want)
 	}

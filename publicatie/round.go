@@ -143,6 +143,8 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 		return r, dbErr(err)
 	}
 	r.st = st
+	p.m.horizonWait.Set(st.wait.seconds)
+	p.m.horizonTx.Set(st.wait.holder)
 	if r.inLevering, err = countInLevering(ctx, r.q); err != nil {
 		return r, dbErr(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/handeling"
-	"github.com/brp/levering/internal/dbsession"
 )
 
 // This file holds every statement the publisher runs on admhnd, admhnd_persoon and the
@@ -18,64 +17,83 @@ import (
 // blocks a person, the statuses, the accepted tsreg) are package handeling's.
 
 // readHorizon returns the registration time before which no handeling can still appear, less
-// the lead margin (lead.go): the start of the oldest transaction in progress in this database
-// that may still register one, or now when none is open, minus the lead by which bijhouding's
-// tsreg may lie before its transaction's start. A transaction that commits between this read
-// and the intake is either seen open here or visible there. It also returns the margin's row,
-// for the round to learn from.
+// the lead margin (lead.go): the start of the oldest open transaction that holds the horizon
+// (the view publicatie_horizon, migration 0014), or now when none does, minus the lead by which
+// bijhouding's tsreg may lie before its transaction's start. A transaction that commits between
+// this read and the intake is either seen open here or visible there. It also returns the
+// margin's row, for the round to learn from, and what the horizon waits for (horizonWait).
 //
-// Left out: the service's own sessions (dbsession.ServiceSessionSQL), which never register
-// handelingen (a consumer frozen inside its transaction would otherwise hold back every
-// publication until the database ends its session), and transactions that have written
-// nothing (no transaction id) for longer than LateWriterGrace: a pg_dump or a report must not
-// hold back publication for its whole duration. Such a transaction that registers a handeling
-// after all is a late writer; migration 0011's trigger records what it registers, and the
-// publisher takes it in behind its stand.
+// A transaction holds the horizon for LateWriterGrace whatever it does, and longer only while
+// it has registered a handeling (it holds admhnd in row exclusive mode) and is younger than
+// Config.MaxWait (or waits for a synchronous standby to confirm its commit). What it commits
+// after that is late: migration 0014's trigger records it at its commit, and migration 0011's
+// its first registration more than half a second after it began; the publisher takes such
+// handelingen in behind its stand. So a report, a batch job or an idle session elsewhere in the
+// database holds publication back for a second at most, and a long bijhouding transaction for
+// MaxWait. The service's own sessions (dbsession.ServiceSessionSQL) never hold it.
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
 func readHorizon(ctx context.Context, q querier) (h time.Time, st toestand, err error) {
-	var marge, grens, held float64
-	if err := q.QueryRowContext(ctx, horizonSQL, LateWriterGrace.Seconds()).Scan(&h, &marge, &grens, &held, &st.slaapt, &st.older); err != nil {
+	var marge, grens, held, maxWait, sampleRate, sampleLeft float64
+	var holder sql.NullFloat64
+	if err := q.QueryRowContext(ctx, horizonSQL).Scan(&h, &marge, &grens, &held, &maxWait, &st.lead.hoogPending, &sampleRate, &sampleLeft,
+		&st.slaapt, &st.older, &st.wait.seconds, &holder); err != nil {
 		return h, st, fmt.Errorf("read horizon: %w", err)
 	}
-	st.lead = leadRow{marge: seconds(marge), grens: seconds(grens), held: seconds(held)}
+	st.lead.marge, st.lead.grens, st.lead.held, st.lead.maxWait = seconds(marge), seconds(grens), seconds(held), seconds(maxWait)
+	st.lead.sampleRate, st.lead.sampleLeft = sampleRate, seconds(sampleLeft)
+	st.wait.holder = holder.Float64
 	return h, st, nil
 }
 
 // toestand is publicatie_toestand as a round read it with its horizon: the lead margin, whether
-// registrations wake the publisher (slaapt), and whether a transaction that may still register
-// a handeling began before the round did (older: it may have read slaapt before the round's
-// predecessor changed it).
+// registrations wake the publisher (slaapt), whether a transaction that may still register a
+// handeling began before the round did (older: it may have read slaapt before the round's
+// predecessor changed it), and what the horizon waits for.
 type toestand struct {
 	lead   leadRow
 	slaapt bool
 	older  bool
+	wait   horizonWait
 }
 
-// LateWriterGrace is how long a transaction without a transaction id holds back the horizon.
-// Migration 0011 calls a transaction whose first registration comes more than half of it
-// after its start a late writer: the margin covers the time between a round's clock reading
-// and its look at pg_stat_activity.
+// horizonWait is how far the horizon lies behind the database clock (seconds: the margin and
+// the age of the oldest transaction that holds it) and that transaction's age (holder; 0 when
+// none holds it).
+type horizonWait struct {
+	seconds, holder float64
+}
+
+// LateWriterGrace is how long any transaction holds back the horizon, whether it registers or
+// not (publicatie_horizon, migration 0014, writes it in): migration 0011 calls a transaction
+// whose first registration comes more than half of it after its start a late writer, and
+// migration 0014 records what a transaction commits more than half of it after its start. The
+// other half covers the time between a round's clock reading and its look at
+// pg_stat_activity, and a commit's becoming visible.
 const LateWriterGrace = time.Second
 
 // horizonSQL computes the horizon and reads publicatie_toestand: a transaction begun before
-// sinds may have compared its leads with any margin in force since the last change, so the
-// highest of them (hoog) holds it back.
-var horizonSQL = `
-		select least(clock_timestamp(), o.start) - case when o.start < v.sinds then greatest(v.marge, v.hoog) else v.marge end,
+// hoog_tot (a lowering of the margin committed after it began) may have compared its leads with
+// the higher margin (hoog), which holds it back. hoog_tot 'infinity' says a lowering committed
+// that no round has dated yet: every transaction is held back by hoog until the round sets it.
+const horizonSQL = `
+		select least(clock_timestamp(), o.start) - case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end,
 			extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8,
-			extract(epoch from case when o.start < v.sinds then greatest(v.marge, v.hoog) else v.marge end)::float8,
-			v.slaapt, coalesce(o.start < now(), false)
+			extract(epoch from case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end)::float8,
+			extract(epoch from v.max_wait)::float8, v.hoog_tot = 'infinity', v.lead_sample_rate,
+			greatest(extract(epoch from v.lead_sample_until) - extract(epoch from clock_timestamp()), 0)::float8,
+			v.slaapt, coalesce(o.start < now(), false),
+			extract(epoch from clock_timestamp() - least(clock_timestamp(), o.start)
+				+ case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end)::float8,
+			extract(epoch from clock_timestamp() - o.start)::float8
 		from (
-			select min(xact_start) as start from pg_stat_activity
-			where datname = current_database() and pid <> pg_backend_pid()
-			  and backend_type = 'client backend' and xact_start is not null
-			  and (backend_xid is not null or xact_start > clock_timestamp() - make_interval(secs => $1))
-			  and not coalesce(` + dbsession.ServiceSessionSQL + `, false)
+			select min(xact_start) as start from publicatie_horizon where holds
 		) o cross join (
 			select coalesce(max(marge), '0') as marge, coalesce(max(grens), '0') as grens,
-				coalesce(max(hoog), '0') as hoog, coalesce(max(sinds), '-infinity') as sinds,
+				coalesce(max(hoog), '0') as hoog, coalesce(max(hoog_tot), '-infinity') as hoog_tot,
+				coalesce(max(max_wait), '2 s') as max_wait, coalesce(max(lead_sample_rate), 0) as lead_sample_rate,
+				coalesce(max(lead_sample_until), '-infinity') as lead_sample_until,
 				coalesce(bool_or(slaapt), true) as slaapt
 			from publicatie_toestand
 		) v`
@@ -379,27 +397,33 @@ func readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err er
 var holdsChecksumSQL = `select count(*), coalesce(bit_xor(id), 0) from admhnd where ` + handeling.UnreleasedFoutSQL
 
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
-// false when it was empty): registered late by a transaction that registered many (migration
-// 0011), so the intake may have passed it. It also returns the leads of the handelingen the
-// registration trigger recorded in publicatie_nakomer (those within MaxLead), to learn the lead
-// margin from before the intake empties that table.
-func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, leads []time.Duration, err error) {
+// false when it was empty): registered late by a transaction that registered many (migrations
+// 0011, 0014), so the intake may have passed it. It also returns the leads of the handelingen
+// the registration trigger recorded in publicatie_nakomer (those within MaxLead) and empties
+// publicatie_lead_samples, returning the sampled leads: the margin is learned from them
+// (learnLead) before the intake empties publicatie_nakomer.
+func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, samples []time.Duration, err error) {
 	var tsreg sql.NullTime
 	var id sql.NullInt64
-	var secs pq.Float64Array
-	if err := q.QueryRowContext(ctx, herleesSQL).Scan(&tsreg, &id, &secs); err != nil {
-		return place{}, false, nil, fmt.Errorf("read publicatie_herlees: %w", err)
+	var lateSecs, sampleSecs pq.Float64Array
+	if err := q.QueryRowContext(ctx, herleesSQL).Scan(&tsreg, &id, &lateSecs, &sampleSecs); err != nil {
+		return place{}, false, nil, nil, fmt.Errorf("read publicatie_herlees: %w", err)
 	}
-	for _, s := range secs {
-		leads = append(leads, seconds(s))
+	for _, s := range lateSecs {
+		late = append(late, seconds(s))
 	}
-	return place{tsreg: tsreg.Time, id: id.Int64}, id.Valid, leads, nil
+	for _, s := range sampleSecs {
+		samples = append(samples, seconds(s))
+	}
+	return place{tsreg: tsreg.Time, id: id.Int64}, id.Valid, late, samples, nil
 }
 
 const herleesSQL = `
-		with d as (delete from publicatie_herlees returning tsreg, admhnd_id)
+		with d as (delete from publicatie_herlees returning tsreg, admhnd_id),
+		s as (delete from publicatie_lead_samples returning lead)
 		select o.tsreg, o.admhnd_id,
-			coalesce((select array_agg(extract(epoch from voorsprong)::float8) from publicatie_nakomer where voorsprong is not null), '{}')
+			coalesce((select array_agg(extract(epoch from voorsprong)::float8) from publicatie_nakomer where voorsprong is not null), '{}'),
+			coalesce((select array_agg(extract(epoch from lead)::float8) from s), '{}')
 		from (select 1) x left join lateral (select tsreg, admhnd_id from d order by tsreg, admhnd_id limit 1) o on true`
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
@@ -612,9 +636,12 @@ var futureSQL = `
 		order by tsreg, id
 		limit $2`
 
-// leadSQL sets the margin ($1 seconds) and its bound ($2); when the margin changes, it keeps the
-// lowest and the highest margin in force since the last change that is less than $3 seconds
-// old, until $3 seconds from now (sinds). The expressions read the row as it was.
+// leadSQL sets the margin ($1 seconds), its bound ($2), the wait bound ($4) and the rate ($5)
+// at which the registration trigger samples leads, for $6 seconds from now. When the margin
+// changes, it keeps the lowest and the highest margin in force since the last change that is
+// less than $3 seconds old, until $3 seconds from now (sinds); a lowering leaves hoog_tot to
+// be dated by the next round ('infinity'), which sets it to its own start (after this commit).
+// The expressions read the row as it was.
 const leadSQL = `
 		update publicatie_toestand set
 			laag = case when make_interval(secs => $1) = marge then laag
@@ -623,7 +650,10 @@ const leadSQL = `
 				else greatest(marge, make_interval(secs => $1), case when sinds > now() then hoog else marge end) end,
 			sinds = case when make_interval(secs => $1) = marge then sinds
 				else clock_timestamp() + make_interval(secs => $3) end,
-			marge = make_interval(secs => $1), grens = make_interval(secs => $2)`
+			hoog_tot = case when make_interval(secs => $1) < marge then 'infinity'
+				when hoog_tot = 'infinity' then now() else hoog_tot end,
+			marge = make_interval(secs => $1), grens = make_interval(secs => $2), max_wait = make_interval(secs => $4),
+			lead_sample_rate = $5, lead_sample_until = clock_timestamp() + make_interval(secs => $6)`
 
 // slaaptSQL records whether the leader sleeps: registrations and deliveries notify only a
 // sleeping publisher (migration 0011).

@@ -63,6 +63,7 @@ func vars(pub *publicatie.Config) []setup.Var {
 		{Name: prefix + "STANDALONE", Value: (*setup.Bool)(&pub.Standalone)},
 		{Name: prefix + "REDELIVERYTIMEOUT", Value: (*setup.Seconds)(&pub.RedeliveryTimeout), Max: "24h"},
 		{Name: prefix + "MAXLEAD", Value: (*setup.Millis)(&pub.MaxLead), Max: "1m"},
+		{Name: prefix + "MAXWAIT", Value: (*setup.Millis)(&pub.MaxWait), Max: "1m"},
 		{Name: prefix + "WAKEUP", Value: (*setup.Not)(&pub.FixedDelay)},
 	}...)
 }
