@@ -1,14 +1,20 @@
 package rig
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // HTTPAddr waits until ctx ends for the process's probe listener (BRP_HTTP_ADDR, announced in
@@ -117,7 +123,10 @@ func (p *Proc) Metrics(ctx context.Context) (Metrics, error) {
 		if code != http.StatusOK {
 			return nil, fmt.Errorf("%s: /metrics: HTTP %d", p.Name, code)
 		}
-		m := parseMetrics(string(b))
+		m, err := parseMetrics(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: /metrics: %w", p.Name, err)
+		}
 		if m["brp_levering_starting"] != 1 {
 			return m, nil
 		}
@@ -131,24 +140,89 @@ func (p *Proc) Metrics(ctx context.Context) (Metrics, error) {
 }
 
 // Metrics maps a sample's name with labels, as written (`x_bucket{le="0.001"}`), to its value.
+// The labels are in the order the process wrote them (client_golang: sorted by name), a
+// histogram's le and a summary's quantile last, label values escaped as in the text format
+// (`\\`, `\"`, `\n`); a histogram gives x_bucket{...,le="..."}, x_sum and x_count, a summary
+// x{...,quantile="..."}, x_sum and x_count.
 type Metrics map[string]float64
 
-// parseMetrics reads Prometheus's text format.
-func parseMetrics(s string) Metrics {
-	out := Metrics{}
-	for _, line := range strings.Split(s, "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
+// parseMetrics reads Prometheus's text format (version 0.0.4) with expfmt and flattens it into
+// its samples.
+func parseMetrics(r io.Reader) (Metrics, error) {
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := Metrics{}
+	for name, mf := range families {
+		for _, m := range mf.GetMetric() {
+			labels := m.GetLabel()
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[sampleKey(name, labels, "", 0)] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[sampleKey(name, labels, "", 0)] = m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				out[sampleKey(name, labels, "", 0)] = m.GetUntyped().GetValue()
+			case dto.MetricType_SUMMARY:
+				s := m.GetSummary()
+				for _, q := range s.GetQuantile() {
+					out[sampleKey(name, labels, model.QuantileLabel, q.GetQuantile())] = q.GetValue()
+				}
+				out[sampleKey(name+"_sum", labels, "", 0)] = s.GetSampleSum()
+				out[sampleKey(name+"_count", labels, "", 0)] = float64(s.GetSampleCount())
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					out[sampleKey(name+"_bucket", labels, model.BucketLabel, b.GetUpperBound())] = float64(b.GetCumulativeCount())
+				}
+				out[sampleKey(name+"_sum", labels, "", 0)] = h.GetSampleSum()
+				out[sampleKey(name+"_count", labels, "", 0)] = float64(h.GetSampleCount())
+			}
+		}
+	}
+	return out, nil
+}
+
+// labelValue escapes a label value as the text format writes it.
+var labelValue = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+
+// sampleKey writes a sample's name and labels as the text format does: name{a="1",b="2"}, with
+// the bound label (le, quantile; "" for none) last and its value written as client_golang
+// writes floats (+Inf, 0.005, 1e-05), and no braces without labels.
+func sampleKey(name string, labels []*dto.LabelPair, bound string, v float64) string {
+	if len(labels) == 0 && bound == "" {
+		return name
+	}
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('{')
+	for i, l := range labels {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=\"%s\"", l.GetName(), labelValue.Replace(l.GetValue()))
+	}
+	if bound != "" {
+		if len(labels) > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=\"%s\"", bound, formatFloat(v))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// formatFloat writes a float as the text format does.
+func formatFloat(v float64) string {
+	switch {
+	case math.IsInf(v, +1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case math.IsNaN(v):
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

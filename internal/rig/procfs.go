@@ -3,96 +3,87 @@ package rig
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-// What /proc says about processes (Linux): CPU time, memory, the machine's busy time.
+// What /proc says about processes (Linux): CPU time, memory, the machine's busy time, read
+// with github.com/prometheus/procfs (which converts clock ticks at USER_HZ = 100, as Linux
+// reports them, and kB to bytes).
 
-const clockTick = 100.0 // USER_HZ on Linux
+// procFS is /proc, opened once.
+var procFS = sync.OnceValues(procfs.NewDefaultFS)
+
+const mb = 1 << 20
+
+// stat reads /proc/<pid>/stat.
+func stat(pid int) (procfs.ProcStat, error) {
+	fs, err := procFS()
+	if err != nil {
+		return procfs.ProcStat{}, fmt.Errorf("rig: %w", err)
+	}
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return procfs.ProcStat{}, fmt.Errorf("rig: %w", err)
+	}
+	s, err := p.Stat()
+	if err != nil {
+		return procfs.ProcStat{}, fmt.Errorf("rig: %w", err)
+	}
+	return s, nil
+}
+
+// status reads /proc/<pid>/status; the zero value when it cannot (the process is gone).
+func status(pid int) procfs.ProcStatus {
+	fs, err := procFS()
+	if err != nil {
+		return procfs.ProcStatus{}
+	}
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return procfs.ProcStatus{}
+	}
+	s, _ := p.NewStatus()
+	return s
+}
 
 // PeakRSSMB is the process's peak resident memory so far (VmHWM), in MB.
-func (p *Proc) PeakRSSMB() float64 { return float64(statusKB(p.PID(), "VmHWM")) / 1024 }
+func (p *Proc) PeakRSSMB() float64 { return float64(status(p.PID()).VmHWM) / mb }
 
 // RSSMB is the process's resident memory now (VmRSS), in MB.
-func RSSMB(pid int) float64 { return float64(statusKB(pid, "VmRSS")) / 1024 }
+func RSSMB(pid int) float64 { return float64(status(pid).VmRSS) / mb }
 
 // CPUSeconds is the process's CPU time so far (user and system).
 func (p *Proc) CPUSeconds() float64 {
-	c, err := cpuOf(p.PID())
+	s, err := stat(p.PID())
 	if err != nil {
 		return 0
 	}
-	return c.self()
-}
-
-// statusKB reads a "Name:   123 kB" line of /proc/<pid>/status.
-func statusKB(pid int, key string) int64 {
-	return procField(fmt.Sprintf("/proc/%d/status", pid), key)
-}
-
-// procField reads the first number of the line "key: n ..." of a /proc file.
-func procField(file, key string) int64 {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-type procCPU struct {
-	utime, stime, cutime, cstime float64 // seconds
-	ppid                         int
-}
-
-func (c procCPU) self() float64     { return c.utime + c.stime }
-func (c procCPU) withDead() float64 { return c.utime + c.stime + c.cutime + c.cstime }
-
-func cpuOf(pid int) (procCPU, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procCPU{}, fmt.Errorf("rig: %w", err)
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return procCPU{}, fmt.Errorf("rig: /proc/%d/stat: unexpected format", pid)
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 15 {
-		return procCPU{}, fmt.Errorf("rig: /proc/%d/stat: too few fields", pid)
-	}
-	num := func(j int) float64 { v, _ := strconv.ParseFloat(f[j], 64); return v / clockTick }
-	ppid, _ := strconv.Atoi(f[1])
-	return procCPU{utime: num(11), stime: num(12), cutime: num(13), cstime: num(14), ppid: ppid}, nil
+	return s.CPUTime()
 }
 
 // ProcessCPU is the CPU seconds pid itself has used (user and system; to the clock tick).
 func ProcessCPU(pid int) (float64, error) {
-	c, err := cpuOf(pid)
-	return c.self(), err
+	s, err := stat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return s.CPUTime(), nil
 }
 
 // Children lists the pids whose parent is pid.
 func Children(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
+	fs, err := procFS()
+	if err != nil {
+		return nil
+	}
+	all, _ := fs.AllProcs()
 	var out []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if c, err := cpuOf(n); err == nil && c.ppid == pid {
-			out = append(out, n)
+	for _, p := range all {
+		if s, err := p.Stat(); err == nil && s.PPID == pid {
+			out = append(out, p.PID)
 		}
 	}
 	return out
@@ -103,41 +94,37 @@ func treeCPU(pid int) float64 {
 	if pid == 0 {
 		return 0
 	}
-	c, err := cpuOf(pid)
+	s, err := stat(pid)
 	if err != nil {
 		return 0
 	}
-	total := c.withDead()
+	// CPUTime is utime and stime; the reaped children's cutime and cstime are in ticks.
+	total := s.CPUTime() + float64(s.CUTime+s.CSTime)/userHZ
 	for _, ch := range Children(pid) {
-		if cc, err := cpuOf(ch); err == nil {
-			total += cc.self()
+		if cs, err := stat(ch); err == nil {
+			total += cs.CPUTime()
 		}
 	}
 	return total
 }
 
-// machineBusy is the busy CPU time of all CPUs in seconds since boot (/proc/stat).
+// userHZ is the clock tick of /proc/<pid>/stat's times on Linux (procfs divides by it too).
+const userHZ = 100.0
+
+// machineBusy is the busy CPU time of all CPUs in seconds since boot (/proc/stat): user, nice,
+// system, irq, softirq and steal (guest time is counted in user already; idle and iowait are
+// not busy).
 func machineBusy() float64 {
-	b, err := os.ReadFile("/proc/stat")
+	fs, err := procFS()
 	if err != nil {
 		return 0
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
+	st, err := fs.Stat()
+	if err != nil {
 		return 0
 	}
-	var total, idle float64
-	for i, v := range f[1:] {
-		x, _ := strconv.ParseFloat(v, 64)
-		if i < 8 { // user nice system idle iowait irq softirq steal (guest is in user already)
-			total += x
-		}
-		if i == 3 || i == 4 {
-			idle += x
-		}
-	}
-	return (total - idle) / clockTick
+	c := st.CPUTotal // in seconds
+	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
 }
 
 // CPUMark is a snapshot of the services' and the machine's CPU counters.
@@ -151,19 +138,14 @@ type CPUMark struct {
 // not on this machine), the machine's and this process's.
 func MarkCPU(brokerPID, pgPID int) CPUMark {
 	m := CPUMark{At: time.Now(), Broker: treeCPU(brokerPID), Postgres: treeCPU(pgPID), Machine: machineBusy()}
-	if c, err := cpuOf(os.Getpid()); err == nil {
-		m.Self = c.self()
+	if s, err := stat(os.Getpid()); err == nil {
+		m.Self = s.CPUTime()
 	}
 	return m
 }
 
-// Frozen reports whether the process is stopped (SIGSTOP): state T in /proc.
+// Frozen reports whether the process is stopped (SIGSTOP): state T in /proc/<pid>/stat.
 func (p *Proc) Frozen() bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID()) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses, which may itself contain spaces.
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return strings.HasPrefix(rest, "T")
+	s, err := stat(p.PID())
+	return err == nil && s.State == "T"
 }
