@@ -97,7 +97,7 @@ var ErrRefused = errors.New("the broker refused the connection")
 
 // ErrNotText is returned by Send for a Message whose Body is not text (see IsText) and that
 // is not marked Binary: nothing of that Send reaches the broker. The service's messages are
-// text (CONTRACT.md section 3); sending such a body anyway would reach a JMS afnemer as a
+// text (docs/contract.md section 3); sending such a body anyway would reach a JMS afnemer as a
 // BytesMessage, or be cut at its first NUL.
 var ErrNotText = errors.New("broker: message body is not text (valid UTF-8 without NUL)")
 

@@ -1,6 +1,6 @@
 package handeling
 
-// The contract's defaults (CONTRACT.md section 2). The packages' Configs take them for zero
+// The contract's defaults (docs/contract.md section 2). The packages' Configs take them for zero
 // fields; the commands leave a field zero when its variable is unset, and --help shows them.
 const (
 	// PublicationQueue is where the publisher puts publications and consumers take them.

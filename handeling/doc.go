@@ -1,5 +1,5 @@
 // Package handeling owns what the service's parts agree on about an administratieve
-// handeling (CONTRACT.md): its delivery status (Status) and the rules on it that more than
+// handeling (docs/contract.md): its delivery status (Status) and the rules on it that more than
 // one part writes in SQL (which handelingen are still to be delivered, which hold their
 // persons back), the publication message that travels from publicatie to levering and its
 // header, the cluster lease as publicatie writes it and operate reads it, and the contract's

@@ -8,7 +8,7 @@ import (
 )
 
 // IDHeader is the header that carries a handeling's id on the publication and verzending
-// queues: the afnemers' dedup key (CONTRACT.md section 3).
+// queues: the afnemers' dedup key (docs/contract.md section 3).
 const IDHeader = "admhnd-id"
 
 // IDHeaders returns a message's headers for handeling id: {IDHeader: id}.
@@ -22,7 +22,7 @@ func ParseID(v string) int64 {
 	return id
 }
 
-// Publication is the body of a message on the publication queue (CONTRACT.md section 3):
+// Publication is the body of a message on the publication queue (docs/contract.md section 3):
 // the handeling and all of its persons, and the handelingen that travel with it (a group).
 type Publication struct {
 	ID       int64   `json:"id"`

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Status is a handeling's statuslev (CONTRACT.md section 1). The four values are fixed by the
+// Status is a handeling's statuslev (docs/contract.md section 1). The four values are fixed by the
 // contract; TeLeveren stands for NULL.
 type Status string
 
@@ -29,7 +29,7 @@ const (
 const FoutOvertaken = "ingehaald: een nieuwere handeling van een van zijn personen was al geleverd"
 
 // FoutGeenPersonen is the foutreden a consumer gives a handeling without bijgehouden personen
-// (a known error, CONTRACT.md section 5).
+// (a known error, docs/contract.md section 5).
 const FoutGeenPersonen = "handeling heeft geen bijgehouden personen"
 
 // The statuses as SQL literals, for queries written as constants: "statuslev = " + InLeveringSQL.

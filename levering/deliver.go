@@ -60,7 +60,7 @@ var errBroker = errors.New("broker")
 // its transaction right now (holdNewer): the batch is tried again when that one has ended.
 var errNewerInFlight = errors.New("a newer handeling of a person of the batch is being delivered by another consumer")
 
-// Verzending is the body of a message on the verzending queue (CONTRACT.md section 3).
+// Verzending is the body of a message on the verzending queue (docs/contract.md section 3).
 type Verzending struct {
 	ID       int64     `json:"id"`
 	Soort    string    `json:"soort"`

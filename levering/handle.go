@@ -21,7 +21,7 @@ var errBadInput = errors.New("bad publication")
 
 func parse(m *broker.Delivery) ([]handeling.Member, error) {
 	if !broker.IsText(m.Body) {
-		// Publications are text (CONTRACT.md section 3); encoding/json would read a string
+		// Publications are text (docs/contract.md section 3); encoding/json would read a string
 		// with bytes that are not UTF-8 as if they were replacement characters.
 		return nil, fmt.Errorf("%w: body is not text (UTF-8 without NUL)", errBadInput)
 	}

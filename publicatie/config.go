@@ -47,7 +47,7 @@ type Config struct {
 	// MaxInLevering caps the handelingen in_levering at any moment. Default 1000.
 	MaxInLevering int
 	// GroupSize is the most handelingen one publication carries: a ready handeling and the
-	// later ones of the same persons that travel with it (a group, CONTRACT.md section 3),
+	// later ones of the same persons that travel with it (a group, docs/contract.md section 3),
 	// delivered by one consumer in one transaction in their order. 1 publishes every
 	// handeling alone. Default DefaultGroupSize (1 with FixedDelay).
 	GroupSize int

@@ -11,7 +11,7 @@ import (
 
 // The lead. Bijhouding takes tsreg from its application server's clock as it starts a
 // registration, before its transaction begins (before it even has a connection from its pool),
-// and that host's clock may be behind the database's (CONTRACT.md section 1: the normal case).
+// and that host's clock may be behind the database's (docs/contract.md section 1: the normal case).
 // So a registration's tsreg lies a little before its transaction's start, by its lead. The
 // horizon (readHorizon) keeps the view to handelingen no open transaction can still register an
 // older one before, which holds only if it is lowered by the lead a transaction may have: the

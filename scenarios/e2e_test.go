@@ -118,7 +118,7 @@ func verifyDeliveredWithin(t testing.TB, db *sqlx.DB, hs []load.Handeling, verze
 
 // TestEndToEnd runs 2,000 handelingen over 200 persons (a third multi-person) through one
 // publisher and four consumers, on each supported broker and with statuslev as text and as
-// an enum (bijhouding's choice, CONTRACT.md section 1), with the seed's default delay (5 s):
+// an enum (bijhouding's choice, docs/contract.md section 1), with the seed's default delay (5 s):
 // speed comes from the wake-ups.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,7 @@
 package scenarios
 
 // Gray failures: processes that stop without dying (SIGSTOP, a VM pause) or lose their network
-// without their sockets closing. CONTRACT.md guarantee 7: such a process holds no lock, message
+// without their sockets closing. docs/contract.md guarantee 7: such a process holds no lock, message
 // or lease for longer than a documented bound, its work is taken over, and everything else
 // keeps flowing. docs/robustness.md has the bounds and the measured times.
 

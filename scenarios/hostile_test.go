@@ -106,7 +106,7 @@ func (k kind) String() string { return kindNames[k] }
 // mayBeOvertaken says whether a handeling of this kind may end fout as overtaken: registered
 // (or given persons) late, a newer handeling of one of its persons may have reached afnemers
 // first. Not a registration stamped by an application server's clock within MaxLead: that is
-// the normal case (CONTRACT.md section 1).
+// the normal case (docs/contract.md section 1).
 func (k kind) mayBeOvertaken() bool { return k == past || k == latePs || k == lateWr || k == noneYet }
 
 // registered is a committed handeling as bijhouding knows it.

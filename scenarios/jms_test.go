@@ -16,7 +16,7 @@ import (
 // client over OpenWire (brptest.ReadJMS, a private broker with an OpenWire listener). Every
 // verzending message of a load run by a publisher and three consumers must be a persistent
 // TextMessage whose admhnd-id string property is the body's id, and the first occurrences
-// must keep per-person order (CONTRACT.md section 3 and guarantee 2). The publications are
+// must keep per-person order (docs/contract.md section 3 and guarantee 2). The publications are
 // read the same way, before any consumer runs.
 func TestJMSAfnemer(t *testing.T) {
 	t.Parallel()

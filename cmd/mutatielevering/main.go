@@ -1,5 +1,5 @@
 // Command mutatielevering runs one consumer process of the publication queue; run as many as
-// you like. Settings come from the environment (CONTRACT.md section 2).
+// you like. Settings come from the environment (docs/contract.md section 2).
 package main
 
 import (

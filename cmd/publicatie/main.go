@@ -1,5 +1,5 @@
 // Command publicatie runs the publisher of administratieve handelingen; `publicatie migrate`
-// applies the schema and exits. Settings come from the environment (CONTRACT.md section 2).
+// applies the schema and exits. Settings come from the environment (docs/contract.md section 2).
 package main
 
 import (

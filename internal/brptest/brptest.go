@@ -106,7 +106,7 @@ type Form struct {
 	DDL  string // empty: the service's own migration creates them
 }
 
-// The forms of the contract's tables the service must work on (CONTRACT.md section 1).
+// The forms of the contract's tables the service must work on (docs/contract.md section 1).
 var (
 	StatusText        = Form{Name: "text"}
 	StatusEnum        = Form{Name: "enum", DDL: rig.BijhoudingEnum}

@@ -94,7 +94,7 @@ func onServer(ctx context.Context, serverURL string, stmts ...string) error {
 // Redact is a database URL without its password, for messages.
 func Redact(u string) string { return dbsession.Redact(u) }
 
-// The contract's tables as bijhouding may have created them (CONTRACT.md section 1 allows
+// The contract's tables as bijhouding may have created them (docs/contract.md section 1 allows
 // each), for CreateDBWith. The service must work on every one of them.
 const (
 	// BijhoudingText is the contract's tables as migration 0001 creates them: statuslev text

@@ -1,4 +1,4 @@
--- The contract's tables (CONTRACT.md section 1). Bijhouding may have created them already, so
+-- The contract's tables (docs/contract.md section 1). Bijhouding may have created them already, so
 -- every statement tolerates an existing object.
 create table if not exists admhnd (
     id        bigint      primary key,

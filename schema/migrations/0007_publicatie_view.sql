@@ -16,7 +16,7 @@ create table if not exists publicatie_nakomer (
 -- leader's stand, the leader builds its view again from the oldest handeling. One row, not
 -- one per handeling: a load of a million rows with tsreg in the past must not leave a
 -- million rows for every round to read. Bijhouding that stamps tsreg at or after its
--- transaction's start (as CONTRACT.md's delivery order assumes) is never recorded.
+-- transaction's start (as docs/contract.md's delivery order assumes) is never recorded.
 create table if not exists publicatie_herlees (
     tsreg     timestamptz not null,
     admhnd_id bigint      not null

@@ -2,7 +2,7 @@
 -- 32; docs/robustness.md, "Late arrivals"), and registrations that no longer queue behind
 -- each other. Migration 0009 kept order at the publisher alone: every registration whose
 -- tsreg lay before its transaction's start (what an application server's clock gives, the
--- normal case by CONTRACT.md section 1) took an advisory lock that kept rounds from marking,
+-- normal case by docs/contract.md section 1) took an advisory lock that kept rounds from marking,
 -- looked up its persons' newer handelingen, and made the publisher build its view again. At
 -- 2,000 registrations a second that was every registration, and the service no longer kept up.
 -- And every registration and every delivery sent a notification: PostgreSQL commits the
