@@ -49,7 +49,7 @@ func TestOperateBlockedEqualsSelectionBlocked(t *testing.T) {
 			}
 		}
 		// Registered with a tsreg in the past, they were recorded for the publisher (migration
-		// 0011), and the fout ones in publicatie_fout_changes (migration 0013): as if a round
+		// 0011), and the fout ones in publicatie_fout_changes (migration 0014): as if a round
 		// had read them.
 		if _, err := db.ExecContext(ctx, `delete from publicatie_nakomer; delete from publicatie_fout_changes`); err != nil {
 			t.Fatal(err)

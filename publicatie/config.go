@@ -70,7 +70,7 @@ type Config struct {
 	MaxLead time.Duration
 	// MaxWait bounds how long the horizon waits for an open transaction that registers
 	// handelingen (it holds admhnd in row exclusive mode): a longer one no longer holds
-	// publication back, and what it commits later takes the late path (migration 0014). Any
+	// publication back, and what it commits later takes the late path (migration 0015). Any
 	// other transaction holds it for LateWriterGrace only. So a handeling waits for bijhouding
 	// at most MaxWait plus the lead margin (at most MaxLead). At least LateWriterGrace. Default
 	// DefaultMaxWait.

@@ -8,7 +8,7 @@ import (
 // holds is the leader's knowledge of the unreleased fout handelingen under the strict policy:
 // the persons of each, and for each person how many of them hold it back. A view reads them
 // all once when it is built (readHolds), then in every round only what changed
-// (readFoutChanges: publicatie_fout_changes, filled by migration 0013's triggers), so that a
+// (readFoutChanges: publicatie_fout_changes, filled by migration 0014's triggers), so that a
 // round's cost does not grow with the number of fout handelingen. The sweep compares it with
 // the database (readHoldsChecksum) and builds the view again when they disagree.
 //

@@ -41,7 +41,7 @@ import (
 // it move). After a lowering, transactions begun before it committed (hoog_tot, set by the next
 // round) are held back by the highest margin since: they may have compared their leads with it.
 // They hold the horizon for at most Config.MaxWait, and what they commit later is recorded at
-// their commit (migration 0014), so a lowering takes effect within MaxWait.
+// their commit (migration 0015), so a lowering takes effect within MaxWait.
 
 // DefaultMaxLead is Config.MaxLead's default: above the clock offsets between hosts synchronised
 // by NTP (milliseconds) and the time an application server takes from stamping tsreg to its

@@ -18,7 +18,7 @@ import (
 
 // readHorizon returns the registration time before which no handeling can still appear, less
 // the lead margin (lead.go): the start of the oldest open transaction that holds the horizon
-// (the view publicatie_horizon, migration 0014), or now when none does, minus the lead by which
+// (the view publicatie_horizon, migration 0015), or now when none does, minus the lead by which
 // bijhouding's tsreg may lie before its transaction's start. A transaction that commits between
 // this read and the intake is either seen open here or visible there. It also returns the
 // margin's row, for the round to learn from, and what the horizon waits for (horizonWait).
@@ -26,7 +26,7 @@ import (
 // A transaction holds the horizon for LateWriterGrace whatever it does, and longer only while
 // it has registered a handeling (it holds admhnd in row exclusive mode) and is younger than
 // Config.MaxWait (or waits for a synchronous standby to confirm its commit). What it commits
-// after that is late: migration 0014's trigger records it at its commit, and migration 0011's
+// after that is late: migration 0015's trigger records it at its commit, and migration 0011's
 // its first registration more than half a second after it began; the publisher takes such
 // handelingen in behind its stand. So a report, a batch job or an idle session elsewhere in the
 // database holds publication back for a second at most, and a long bijhouding transaction for
@@ -66,9 +66,9 @@ type horizonWait struct {
 }
 
 // LateWriterGrace is how long any transaction holds back the horizon, whether it registers or
-// not (publicatie_horizon, migration 0014, writes it in): migration 0011 calls a transaction
+// not (publicatie_horizon, migration 0015, writes it in): migration 0011 calls a transaction
 // whose first registration comes more than half of it after its start a late writer, and
-// migration 0014 records what a transaction commits more than half of it after its start. The
+// migration 0015 records what a transaction commits more than half of it after its start. The
 // other half covers the time between a round's clock reading and its look at
 // pg_stat_activity, and a commit's becoming visible.
 const LateWriterGrace = time.Second
@@ -333,7 +333,7 @@ var holdsSQL = `
 		left join lateral (select distinct persoon_id from admhnd_persoon where admhnd_id = f.id offset 0) p on true
 		order by f.id, p.persoon_id`
 
-// readFoutChanges empties publicatie_fout_changes (migration 0013) and returns the fout state
+// readFoutChanges empties publicatie_fout_changes (migration 0014) and returns the fout state
 // of each handeling recorded there: whether it is an unreleased fout handeling now, with its
 // persons. Records another transaction holds (recording again what it changes) are skipped,
 // as publicatie_nakomer's are: they stay for a later round, and hold their persons back
@@ -385,7 +385,7 @@ func readFoutStates(ctx context.Context, q querier, query string) ([]foutState, 
 
 // readHoldsChecksum counts the unreleased fout handelingen and xors their ids: what holds has
 // when it and the database agree. Persons added to a fout handeling are recorded by migration
-// 0013's trigger, so the sweep reads no persons (reading them made it 25 times dearer: half a
+// 0014's trigger, so the sweep reads no persons (reading them made it 25 times dearer: half a
 // second with 100,000 held, docs/performance.md).
 func readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err error) {
 	if err := q.QueryRowContext(ctx, holdsChecksumSQL).Scan(&n, &xor); err != nil {
@@ -398,7 +398,7 @@ var holdsChecksumSQL = `select count(*), coalesce(bit_xor(id), 0) from admhnd wh
 
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
 // false when it was empty): registered late by a transaction that registered many (migrations
-// 0011, 0014), so the intake may have passed it. It also returns the leads of the handelingen
+// 0011, 0015), so the intake may have passed it. It also returns the leads of the handelingen
 // the registration trigger recorded in publicatie_nakomer (those within MaxLead) and empties
 // publicatie_lead_samples, returning the sampled leads: the margin is learned from them
 // (learnLead) before the intake empties publicatie_nakomer.

@@ -80,7 +80,7 @@ begin
         insert into publicatie_herlees (tsreg, admhnd_id)
         select a.tsreg, a.id from nieuw n join admhnd a on a.id = n.admhnd_id
         where not publicatie_own_row(a.xmin) and a.statuslev is null
-          and a.tsreg >= '0001-01-02' and a.tsreg < '9999-12-31'
+          and publicatie_tsreg_accepted(a.tsreg)
         order by a.tsreg, a.id limit 1;
     end if;
     return null;

@@ -56,7 +56,8 @@ where a.datname = current_database() and a.pid <> pg_backend_pid()
 -- have been left out of the horizon (it holds it for max_wait, at least a second) while the
 -- publisher's stand passed what it registered. Its registrations still to be delivered are
 -- recorded as late ones are: the first 100 of the transaction one by one, then one record in
--- publicatie_herlees that makes the leader build its view again from the oldest. One plpgsql
+-- publicatie_herlees, at the first accepted tsreg, that makes the leader build its view again
+-- from the oldest. One plpgsql
 -- call per registration at its commit, which returns at once for an ordinary one.
 create or replace function publicatie_vastgelegd() returns trigger
     language plpgsql security definer set search_path from current as $$
@@ -64,7 +65,7 @@ begin
     if clock_timestamp() - now() <= interval '0.5 s' then
         return null;
     end if;
-    if new.tsreg < '0001-01-02' or new.tsreg >= '9999-12-31' or new.statuslev is not null then
+    if not publicatie_tsreg_accepted(new.tsreg) or new.statuslev is not null then
         return null;
     end if;
     if publicatie_nakomer_ruimte(1) then
@@ -72,7 +73,7 @@ begin
         on conflict (admhnd_id) do update set voorsprong = null;
     elsif coalesce(current_setting('brp_levering.herlees', true), '') = '' then
         perform set_config('brp_levering.herlees', '1', true);
-        insert into publicatie_herlees (tsreg, admhnd_id) values ('0001-01-02', 0);
+        insert into publicatie_herlees (tsreg, admhnd_id) values (publicatie_tsreg_from(), 0);
     end if;
     return null;
 end $$;
@@ -108,23 +109,23 @@ begin
         v.marge := least(v.marge, v.laag);
     end if;
     select count(*) into n from nieuw
-    where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31';
+    where (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg);
     if n = 0 then
         if now() < v.lead_sample_until and random() < v.lead_sample_rate then
             insert into publicatie_lead_samples (lead)
-            select now() - min(tsreg) from nieuw where tsreg >= '0001-01-02' and tsreg < '9999-12-31' having count(*) > 0;
+            select now() - min(tsreg) from nieuw where publicatie_tsreg_accepted(tsreg) having count(*) > 0;
         end if;
         return null;
     elsif publicatie_nakomer_ruimte(n) then
         insert into publicatie_nakomer (admhnd_id, voorsprong)
         select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end from nieuw
-        where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31'
+        where (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
         order by id
         on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong;
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select tsreg, id from nieuw
-        where (laat or tsreg < now() - v.marge) and tsreg >= '0001-01-02' and tsreg < '9999-12-31'
+        where (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
         order by tsreg, id limit 1;
     end if;
     return null;
