@@ -38,7 +38,7 @@ type Config struct {
 	Batch int
 	// Prefetch is how many unacknowledged publications the broker may push to this process,
 	// shared evenly (rounded up) by the workers' subscriptions.
-	// Default Workers*Batch, so every worker can fill a batch.
+	// Default Workers*Batch, so every worker can fill a batch, but at most 100,000.
 	Prefetch int
 	// ShutdownGrace is how long, after ctx ends, a worker may still finish the publication it
 	// holds (and ack it) before it is abandoned and goes back to the queue. Default 10s.
@@ -82,8 +82,7 @@ const (
 
 // DefaultBatchTimeout is Config.BatchTimeout's default: above what a healthy batch takes by
 // orders of magnitude (milliseconds), and short enough that a batch handed back is delivered
-// by another consumer within 30 s (measured: 20.7 s with 20, 30.7 s with 30), well below the
-// publisher's redelivery timeout.
+// by another consumer within 30 s, well below the publisher's redelivery timeout.
 const DefaultBatchTimeout = 20 * time.Second
 
 // ErrConfig is wrapped by every Config validation error.
@@ -118,7 +117,7 @@ func (c *Config) setDefaults() {
 		c.Batch = DefaultBatch
 	}
 	if c.Prefetch == 0 {
-		c.Prefetch = c.Workers * c.Batch
+		c.Prefetch = min(c.Workers*c.Batch, maxPrefetch)
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -128,8 +127,15 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// maxPrefetch bounds Prefetch: the consumer holds a buffer of that many deliveries.
-const maxPrefetch = 1 << 20
+// The bounds of Config's numbers; cmd/mutatielevering's settings have the same. A value past
+// one would not fail at start but later, or never work (Prefetch is a buffer of that many
+// deliveries).
+const (
+	maxWorkers      = 64
+	maxBatch        = 10_000
+	maxPrefetch     = 100_000
+	maxBatchTimeout = time.Hour
+)
 
 // Validate reports the first field of c (with its defaults) that New would refuse, as a
 // *setting.Error naming the field.
@@ -143,16 +149,18 @@ func (c Config) validate() error {
 		return setting.Invalid(ErrConfig, field, v, expected, args...)
 	}
 	switch {
-	case c.Workers < 0:
-		return bad("Workers", c.Workers, "expected a positive number")
-	case c.Batch < 0:
-		return bad("Batch", c.Batch, "expected a positive number")
+	case c.Workers < 0 || c.Workers > maxWorkers:
+		return bad("Workers", c.Workers, "expected a positive number of at most %d", maxWorkers)
+	case c.Batch < 0 || c.Batch > maxBatch:
+		return bad("Batch", c.Batch, "expected a positive number of at most %d", maxBatch)
 	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
 		return bad("Prefetch", c.Prefetch, "expected a positive number of at most %d", maxPrefetch)
 	case !c.FoutPolicy.Valid():
 		return bad("FoutPolicy", c.FoutPolicy, "expected %s or %s", handeling.Strict, handeling.Skip)
-	case c.BatchTimeout < 0:
-		return bad("BatchTimeout", c.BatchTimeout, "expected a positive duration")
+	case c.ShutdownGrace < 0:
+		return bad("ShutdownGrace", c.ShutdownGrace, "expected a positive duration")
+	case c.BatchTimeout < 0 || c.BatchTimeout > maxBatchTimeout:
+		return bad("BatchTimeout", c.BatchTimeout, "expected a positive duration of at most %v", maxBatchTimeout)
 	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:
 		return bad("Queue", c.Queue, "expected a queue other than VerzendingQueue and DeadLetterQueue")
 	}

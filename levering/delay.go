@@ -25,10 +25,10 @@ func newDelayHistogram() prometheus.Histogram {
 // feel of the pipeline, waits behind a fout or an outage included. tslev is the delivering
 // transaction's now(), the database's clock; tsreg is bijhouding's, so a bijhouding clock off
 // the database's shifts the delay by as much (ahead, it can make it negative: counted as 0).
-func (c *Consumer) observeDelays(found map[int64]*Verzending, sent []int64) {
+func (m *metrics) observeDelays(found map[int64]*Verzending, sent []int64) {
 	for _, id := range sent {
 		if v := found[id]; v != nil {
-			c.delay.Observe(max(0, v.Tslev.Sub(v.Tsreg).Seconds()))
+			m.delay.Observe(max(0, v.Tslev.Sub(v.Tsreg).Seconds()))
 		}
 	}
 }

@@ -60,147 +60,174 @@ func jsonProblem(err error) string {
 	return "not a JSON object"
 }
 
-// handle processes a batch until it is done, retrying transient database failures in place
-// (the publications stay held, unacknowledged). Unreadable publications and unknown ids are
-// set aside. It returns an error only when the broker connection is unusable or ctx ended
-// before the work was done; the batch then goes back to the queue.
-func (w *worker) handle(ctx context.Context, msgs []*broker.Delivery) error {
-	byID := map[int64][]*broker.Delivery{}
-	var ids []int64
-	carried := map[int64][][]int64{} // the persons each publication named for a handeling
+// work is what a batch's readable publications ask for.
+type work struct {
+	ids     []int64                      // the handelingen, sorted, distinct
+	byID    map[int64][]*broker.Delivery // the publications that named each
+	carried map[int64][][]int64          // the persons each publication named for each
+}
+
+// read parses a batch's publications and sets aside those it cannot read. It fails only when
+// setting one aside failed.
+func (e *executor) read(ctx context.Context, msgs []*broker.Delivery) (work, error) {
+	w := work{byID: map[int64][]*broker.Delivery{}, carried: map[int64][][]int64{}}
 	for _, m := range msgs {
 		members, err := parse(m)
 		if err != nil {
-			w.b.at(stepSetAside)
-			if err := w.park(ctx, m, err.Error()); err != nil {
-				return err
+			e.b.at(stepSetAside)
+			if err := e.park(ctx, m, err.Error()); err != nil {
+				return work{}, err
 			}
 			continue
 		}
 		for _, mb := range members {
-			if len(byID[mb.ID]) == 0 {
-				ids = append(ids, mb.ID)
+			if len(w.byID[mb.ID]) == 0 {
+				w.ids = append(w.ids, mb.ID)
 			}
-			if !slices.Contains(byID[mb.ID], m) {
-				byID[mb.ID] = append(byID[mb.ID], m)
+			if !slices.Contains(w.byID[mb.ID], m) {
+				w.byID[mb.ID] = append(w.byID[mb.ID], m)
 			}
-			carried[mb.ID] = append(carried[mb.ID], mb.Personen)
+			w.carried[mb.ID] = append(w.carried[mb.ID], mb.Personen)
 		}
 	}
-	if len(ids) == 0 {
-		return nil
+	slices.Sort(w.ids)
+	return w, nil
+}
+
+// handle processes a batch until it is done, retrying transient database failures in place
+// (the publications stay held, unacknowledged). Unreadable publications and unknown ids are
+// set aside. It returns an error only when the broker connection is unusable or ctx ended
+// before the work was done; the batch then goes back to the queue.
+func (e *executor) handle(ctx context.Context, msgs []*broker.Delivery) error {
+	w, err := e.read(ctx, msgs)
+	if err != nil || len(w.ids) == 0 {
+		return err
 	}
-	slices.Sort(ids)
-	w.b.setIDs(ids)
+	e.b.setIDs(w.ids)
 	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	other := backoff.New(5*time.Millisecond, time.Second)
-	failing, locked, waited := false, false, false
+	var s retrying
 	for {
-		res, err := w.deliver(ctx, ids, carried)
-		if errors.Is(err, errNewerInFlight) && ctx.Err() == nil {
+		res, err := e.deliver(ctx, w.ids, w.carried)
+		switch {
+		case errors.Is(err, errNewerInFlight) && ctx.Err() == nil:
 			// Another consumer is delivering a newer handeling of one of these persons (a
 			// publication no publisher sends): it ends in milliseconds. Then this batch sees
 			// it held back, or delivered (and this one overtaken).
-			if !waited {
-				w.log.Info("waiting for another consumer delivering a newer handeling of a person of this batch", slog.Any("error", err))
-				waited = true
+			if !s.waited {
+				e.log.Info("waiting for another consumer delivering a newer handeling of a person of this batch", slog.Any("error", err))
+				s.waited = true
 			}
 			if err := other.Wait(ctx); err != nil {
 				return err
 			}
 			continue
-		}
-		switch {
 		case err == nil:
-			if failing {
-				w.log.Info("database available again")
-			}
-			if locked {
-				w.log.Info("row locks obtained", slog.Any("admhnd_ids", ids))
-			}
-			return w.record(ctx, res, byID)
+			s.done(e.log, w.ids)
+			return e.record(ctx, res, w.byID)
 		case errors.Is(err, errBroker), ctx.Err() != nil:
 			return err
 		case dbsession.IsDeadlock(err):
-			// The database broke a cycle of lock waits (DDL beside: locks.go) by ending this
-			// batch's transaction: no outage, run it again at once.
-			w.log.Warn("batch ended by a deadlock with another session's locks; running it again",
+			// The database broke a cycle of lock waits (DDL beside: batch_locks.sql) by ending
+			// this batch's transaction: no outage, run it again at once.
+			e.log.Warn("batch ended by a deadlock with another session's locks; running it again",
 				slog.Any("error", err), slog.String("detail", dbsession.DeadlockDetail(err)))
 			continue
-		case dbsession.IsLockTimeout(err):
-			// Another session holds some of these rows: a consumer with a copy of the same
-			// publications, or one that froze inside its transaction until the database ends
-			// its session (idle_in_transaction_session_timeout). Wait, naming it once.
-			if !locked {
-				w.log.Warn("rows locked by another session; retrying", slog.Any("admhnd_ids", ids),
-					slog.Any("lock_holders", dbsession.Describe(ctx, w.db, "admhnd")))
-				locked = true
-			}
-		case !failing:
-			w.log.Warn("database unavailable, retrying", slog.Any("error", err), slog.Any("admhnd_ids", ids))
-			w.reconnects.WithLabelValues("database").Inc()
-			failing = true
 		}
-		w.b.at(stepRetry)
+		e.failed(ctx, &s, err, w.ids)
+		e.b.at(stepRetry)
 		if err := retry.Wait(ctx); err != nil {
 			return err
 		}
 	}
 }
 
+// retrying is what a batch's retries have logged so far: each kind of wait is logged once.
+type retrying struct {
+	failing, locked, waited bool
+}
+
+// done logs the end of the waits a batch that got through logged.
+func (s retrying) done(log *slog.Logger, ids []int64) {
+	if s.failing {
+		log.Info("database available again")
+	}
+	if s.locked {
+		log.Info("row locks obtained", slog.Any("admhnd_ids", ids))
+	}
+}
+
+// failed logs, once, a batch's transaction failing for the database, and counts an outage.
+func (e *executor) failed(ctx context.Context, s *retrying, err error, ids []int64) {
+	switch {
+	case dbsession.IsLockTimeout(err):
+		// Another session holds some of these rows: a consumer with a copy of the same
+		// publications, or one that froze inside its transaction until the database ends its
+		// session (idle_in_transaction_session_timeout). Wait, naming it once.
+		if !s.locked {
+			e.log.Warn("rows locked by another session; retrying", slog.Any("admhnd_ids", ids),
+				slog.Any("lock_holders", dbsession.Describe(ctx, e.db, "admhnd")))
+			s.locked = true
+		}
+	case !s.failing:
+		e.log.Warn("database unavailable, retrying", slog.Any("error", err), slog.Any("admhnd_ids", ids))
+		e.m.reconnects.WithLabelValues("database").Inc()
+		s.failing = true
+	}
+}
+
 // record counts a committed batch's outcomes, sets unknown ids aside and runs AfterCommit. A
 // publication of several handelingen is set aside once, for the first of them that is unknown
 // or excluded; the others it carries are delivered all the same.
-func (w *worker) record(ctx context.Context, res map[int64]result, byID map[int64][]*broker.Delivery) error {
+func (e *executor) record(ctx context.Context, res map[int64]result, byID map[int64][]*broker.Delivery) error {
 	var ids []int64
 	setAside := map[*broker.Delivery]bool{}
 	for id, r := range res {
-		o := r.outcome
 		ids = append(ids, id)
 		copies := int64(len(byID[id]))
-		switch o {
+		switch r.outcome {
 		case delivered:
-			w.delivered.Add(1)
-			w.duplicates.Add(copies - 1)
+			e.m.delivered.Add(1)
+			e.m.duplicates.Add(copies - 1)
 		case markedFout:
-			w.fout.Add(1)
-			w.duplicates.Add(copies - 1)
+			e.m.fout.Add(1)
+			e.m.duplicates.Add(copies - 1)
 		case heldBack:
-			w.heldBack.Add(1)
-			w.heldBackBy.WithLabelValues(r.reason).Inc()
+			e.m.heldBack.Add(1)
+			e.m.heldBackBy.WithLabelValues(r.reason).Inc()
 		case duplicate:
-			w.duplicates.Add(copies)
-			w.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
+			e.m.duplicates.Add(copies)
+			e.log.Debug("already delivered; publication absorbed", slog.Int64("admhnd_id", id),
 				slog.String("message_id", byID[id][0].MessageID))
 		case unknown, excluded:
 			reason := fmt.Sprintf("handeling %d does not exist", id)
-			if o == excluded {
+			if r.outcome == excluded {
 				reason = fmt.Sprintf("handeling %d is of a soort excluded from delivery", id)
 			}
-			w.b.at(stepSetAside)
+			e.b.at(stepSetAside)
 			for _, m := range byID[id] {
 				if setAside[m] {
 					continue
 				}
 				setAside[m] = true
-				if err := w.park(ctx, m, reason); err != nil {
+				if err := e.park(ctx, m, reason); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	return w.cfg.Hooks.AfterCommit.Run(ctx, ids)
+	return e.hooks.AfterCommit.Run(ctx, ids)
 }
 
 // park sets a publication that can never be processed aside on the dead-letter queue, with
 // the reason, so that it is acknowledged instead of crash-looping. Its body goes as it came:
 // as bytes when it is not text.
-func (w *worker) park(ctx context.Context, m *broker.Delivery, reason string) error {
+func (e *executor) park(ctx context.Context, m *broker.Delivery, reason string) error {
 	id := m.Header(handeling.IDHeader)
-	w.log.Error("publication set aside", slog.Int64("admhnd_id", handeling.ParseID(id)), slog.String("message_id", m.MessageID),
-		slog.String("reason", reason), slog.String("dead_letter_queue", w.cfg.DeadLetterQueue))
-	err := w.send.Send(ctx, broker.Message{
-		Destination: w.cfg.DeadLetterQueue,
+	e.log.Error("publication set aside", slog.Int64("admhnd_id", handeling.ParseID(id)), slog.String("message_id", m.MessageID),
+		slog.String("reason", reason), slog.String("dead_letter_queue", e.deadLetterQueue))
+	err := e.send.Send(ctx, broker.Message{
+		Destination: e.deadLetterQueue,
 		Body:        m.Body,
 		Binary:      !broker.IsText(m.Body),
 		Header: map[string]string{
@@ -212,6 +239,6 @@ func (w *worker) park(ctx context.Context, m *broker.Delivery, reason string) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBroker, err)
 	}
-	w.parked.Add(1)
+	e.m.parked.Add(1)
 	return nil
 }

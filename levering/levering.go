@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/handeling"
@@ -31,14 +30,11 @@ type Consumer struct {
 	db  *sqlx.DB
 	log *slog.Logger
 
-	delivered, duplicates, fout, heldBack, parked, stuck atomic.Int64
-	connected                                            atomic.Bool
-	processing                                           prometheus.Histogram
-	delay                                                prometheus.Histogram // delay.go
-	reconnects                                           *prometheus.CounterVec
-	heldBackBy                                           *prometheus.CounterVec // by reason
+	m         *metrics     // what the workers did
+	stuck     atomic.Int64 // batches the watchdog handed back
+	connected atomic.Bool
 
-	stmts   *prepared.Cache // deliverSQL
+	stmts   *prepared.Cache // batchSQL
 	batches []*batch        // one per worker
 	subs    *broker.Dialer  // the workers' subscribing connections
 	sends   *broker.Dialer  // the connection for verzending (and dead-letter) sends
@@ -62,7 +58,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	if n := db.Stats().MaxOpenConnections; n > 0 && n < 2*cfg.Workers+1 {
 		db.SetMaxOpenConns(2*cfg.Workers + 1)
 	}
-	c := &Consumer{cfg: cfg, db: db, log: log, stmts: prepared.New(db.DB), subs: subs, sends: sends}
+	c := &Consumer{cfg: cfg, db: db, log: log, m: newMetrics(), stmts: prepared.New(db.DB), subs: subs, sends: sends}
 	for range cfg.Workers {
 		c.batches = append(c.batches, &batch{})
 	}
@@ -70,49 +66,8 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Consumer, error) {
 	return c, nil
 }
 
-func (c *Consumer) register(reg prometheus.Registerer) {
-	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: name, Help: help},
-			func() float64 { return float64(v.Load()) })
-	}
-	c.processing = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: handeling.MetricsNamespace,
-		Name: "processing_duration_seconds", Help: "Time to handle one batch of publications, from receipt to commit.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
-	c.delay = newDelayHistogram()
-	c.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "reconnects_total",
-		Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"})
-	for _, d := range []string{"database", "broker"} {
-		c.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it
-	}
-	c.heldBackBy = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "held_back_total",
-		Help: "Handelingen of a publication not delivered now, by reason (docs/robustness.md, Order at the consumer): " +
-			"an older handeling of a person still to be delivered (older_open) or fout in the same batch (behind_fout), " +
-			"persons that differ from those the publication carried (persons_changed), set back to be delivered; " +
-			"or not in levering at all (not_in_levering), left as it was. The publisher publishes each again."}, []string{"reason"})
-	for _, r := range heldBackReasons {
-		c.heldBackBy.WithLabelValues(r)
-	}
-	if reg == nil {
-		return
-	}
-	reg.MustRegister(
-		counter("delivered_total", "Handelingen set geleverd and sent to the verzending queue by this process.", &c.delivered),
-		counter("duplicates_total", "Publications absorbed because their handeling was already delivered.", &c.duplicates),
-		counter("fout_total", "Handelingen set fout (known errors) by this process.", &c.fout),
-		counter("set_aside_total", "Unreadable publications sent to the dead-letter queue.", &c.parked),
-		counter("stuck_batches_total", "Batches handed back because a worker held them longer than the batch timeout.", &c.stuck),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "batch_age_seconds",
-			Help: "How long the oldest batch this process holds has been in hand; 0 while it holds none."},
-			func() float64 { return c.oldestBatch().Seconds() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "broker_connected",
-			Help: "1 while the consumer is subscribed to the publication queue."}, func() float64 {
-			if c.connected.Load() {
-				return 1
-			}
-			return 0
-		}),
-		c.processing, c.delay, c.reconnects, c.heldBackBy, broker.NodeCollector(handeling.MetricsNamespace, c.subs, c.sends))
-}
+// strict says whether an unreleased fout holds back its persons' later handelingen.
+func (c *Consumer) strict() bool { return c.cfg.FoutPolicy == handeling.Strict }
 
 // Connected reports whether the consumer is subscribed to the publication queue now.
 func (c *Consumer) Connected() bool { return c.connected.Load() }
@@ -157,8 +112,8 @@ type Counts struct {
 
 // Counts returns the consumer's counters.
 func (c *Consumer) Counts() Counts {
-	return Counts{Delivered: c.delivered.Load(), Duplicates: c.duplicates.Load(), Fout: c.fout.Load(),
-		Parked: c.parked.Load(), HeldBack: c.heldBack.Load()}
+	return Counts{Delivered: c.m.delivered.Load(), Duplicates: c.m.duplicates.Load(), Fout: c.m.fout.Load(),
+		Parked: c.m.parked.Load(), HeldBack: c.m.heldBack.Load()}
 }
 
 // Run consumes until ctx ends. A lost broker connection is logged and redialled; publications
@@ -182,7 +137,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		if !failing || connected {
 			c.log.Warn("broker connection lost, reconnecting", slog.Any("error", err), slog.String("addr", node))
-			c.reconnects.WithLabelValues("broker").Inc()
+			c.m.reconnects.WithLabelValues("broker").Inc()
 		}
 		failing = true
 		_ = retry.Wait(ctx) // the loop ends on ctx
@@ -295,7 +250,7 @@ func (c *Consumer) serve(ctx context.Context, s *conns) error {
 	go c.watch(sctx, cancel, func() { s.close(false) })
 	var wg sync.WaitGroup
 	for i, sub := range s.subs {
-		w := &worker{Consumer: c, sub: sub, send: s.send, b: c.batches[i]}
+		w := c.worker(sub, s.send, c.batches[i])
 		wg.Go(func() {
 			if err := w.run(sctx, hard); err != nil {
 				cancel(err)

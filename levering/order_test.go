@@ -144,17 +144,7 @@ func TestPublicationOfAHandelingNotInLeveringIsLeftAlone(t *testing.T) {
 func TestConsumersCheckingEachOthersHandelingen(t *testing.T) {
 	t.Parallel()
 	e := startWith(t, levering.Config{Batch: 1})
-	other, err := levering.New(e.db, levering.Config{Queue: e.q.Publicatie, VerzendingQueue: e.q.Verzending,
-		DeadLetterQueue: e.q.DLQ, Workers: 2, Batch: 1, Broker: brptest.Broker()}, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = other.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
+	other := startAnother(t, e, levering.Config{Workers: 2, Batch: 1})
 	r := rand.New(rand.NewPCG(1, 2))
 	var hs []load.Handeling
 	for round := range 20 {
@@ -165,32 +155,7 @@ func TestConsumersCheckingEachOthersHandelingen(t *testing.T) {
 		}
 		insert(t, e.db, "in_levering", chain...)
 		hs = append(hs, chain...)
-		for pending := chain; len(pending) > 0; {
-			var msgs []broker.Message
-			for _, i := range r.Perm(len(pending)) {
-				msgs = append(msgs, publication(pending[i].ID, pending[i].Personen...))
-			}
-			brptest.Publish(t, e.q.Publicatie, msgs...)
-			brptest.Eventually(t, 20*time.Second, func() error {
-				if n := countStatus(t, e.db, "in_levering"); n > 0 {
-					return fmt.Errorf("%d still in levering", n)
-				}
-				return nil
-			})
-			var back []load.Handeling
-			for _, h := range pending {
-				if brptest.Status(t, e.db, h.ID) == "" {
-					back = append(back, h)
-				}
-			}
-			if len(back) == len(pending) {
-				t.Fatalf("round %d: every one of %v held back: nothing moves", round, back)
-			}
-			for _, h := range back {
-				e.db.MustExec(`update admhnd set statuslev = 'in_levering' where id = $1`, h.ID)
-			}
-			pending = back
-		}
+		publishUntilDelivered(t, e, r, round, chain)
 	}
 	brptest.Eventually(t, 10*time.Second, func() error {
 		if n := len(e.verzending.IDs()); n < len(hs) {
@@ -206,6 +171,55 @@ func TestConsumersCheckingEachOthersHandelingen(t *testing.T) {
 	t.Logf("delivered %d + %d, held back %d + %d", a.Delivered, b.Delivered, a.HeldBack, b.HeldBack)
 	if a.HeldBack == 0 || b.HeldBack == 0 || a.Delivered == 0 || b.Delivered == 0 {
 		t.Fatalf("each consumer must have delivered and held back: %+v, %+v", a, b)
+	}
+}
+
+// startAnother runs a second consumer with cfg on e's database and queues.
+func startAnother(t *testing.T, e *env, cfg levering.Config) *levering.Consumer {
+	t.Helper()
+	cfg.Queue, cfg.VerzendingQueue, cfg.DeadLetterQueue, cfg.Broker = e.q.Publicatie, e.q.Verzending, e.q.DLQ, brptest.Broker()
+	c, err := levering.New(e.db, cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return c
+}
+
+// publishUntilDelivered publishes chain, one publication each, in random order, and publishes
+// what was held back again (as the publisher would) until everything is delivered; each time
+// something must move.
+func publishUntilDelivered(t *testing.T, e *env, r *rand.Rand, round int, chain []load.Handeling) {
+	t.Helper()
+	for pending := chain; len(pending) > 0; {
+		var msgs []broker.Message
+		for _, i := range r.Perm(len(pending)) {
+			msgs = append(msgs, publication(pending[i].ID, pending[i].Personen...))
+		}
+		brptest.Publish(t, e.q.Publicatie, msgs...)
+		brptest.Eventually(t, 20*time.Second, func() error {
+			if n := countStatus(t, e.db, "in_levering"); n > 0 {
+				return fmt.Errorf("%d still in levering", n)
+			}
+			return nil
+		})
+		var back []load.Handeling
+		for _, h := range pending {
+			if brptest.Status(t, e.db, h.ID) == "" {
+				back = append(back, h)
+			}
+		}
+		if len(back) == len(pending) {
+			t.Fatalf("round %d: every one of %v held back: nothing moves", round, back)
+		}
+		for _, h := range back {
+			e.db.MustExec(`update admhnd set statuslev = 'in_levering' where id = $1`, h.ID)
+		}
+		pending = back
 	}
 }
 

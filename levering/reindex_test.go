@@ -13,13 +13,13 @@ import (
 	"github.com/brp/levering/levering"
 )
 
-// Batches beside REINDEX of the tables they read and write (issue 34): a batch read admhnd
-// (its row locks take only a RowShareLock) and wrote it later, so a REINDEX that took its
-// ShareLock in between waited for an index the batch held while the batch waited for the
+// Batches beside REINDEX of the tables they read and write (issue 34): a batch reads admhnd
+// (its row locks take only a RowShareLock) and writes it later, so a REINDEX that took its
+// ShareLock in between would wait for an index the batch holds while the batch waits for the
 // ShareLock: "deadlock detected", a batch retried as if the database were away, or the
 // REINDEX failed. With the table locks taken first (batchLocksSQL) the two wait for each
 // other as a whole. Checked from both sides: no REINDEX ends in a deadlock, and the consumer
-// never took the database for unavailable.
+// never takes the database for unavailable.
 func TestBatchesBesideReindex(t *testing.T) {
 	t.Parallel()
 	e := startWith(t, levering.Config{Batch: 10})
@@ -31,31 +31,7 @@ func TestBatchesBesideReindex(t *testing.T) {
 	}
 	e.db.MustExec(`update admhnd set statuslev = 'geleverd', tslev = now()`)
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var reindexErrs []string
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// After REINDEX INDEX CONCURRENTLY of admhnd_persoon's key that index has the highest
-		// oid, so REINDEX TABLE takes the other one first: the order of batchLocksSQL's
-		// planned read of admhnd_persoon.
-		forms := []string{`reindex table admhnd`, `reindex index admhnd_in_levering_idx`, `reindex table admhnd_persoon`,
-			`reindex index concurrently admhnd_persoon_pkey`, `reindex table admhnd_persoon`, `reindex table concurrently admhnd`}
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			if _, err := e.db.Exec(forms[i%len(forms)]); err != nil {
-				mu.Lock()
-				reindexErrs = append(reindexErrs, fmt.Sprintf("%s: %v", forms[i%len(forms)], err))
-				mu.Unlock()
-			}
-		}
-	}()
+	reindexErrs := reindexUntilDone(t, e)
 
 	const waves, per = 20, 30
 	for w := range waves {
@@ -77,13 +53,44 @@ func TestBatchesBesideReindex(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	wg.Wait()
-	for _, s := range reindexErrs {
+	for _, s := range reindexErrs() {
 		t.Errorf("REINDEX failed: %s", s)
 	}
 	if n := reconnects(t, e, "database"); n != 0 {
 		t.Errorf("the consumer found the database unavailable %v times (a batch ended in a deadlock?)", n)
+	}
+}
+
+// reindexUntilDone reindexes e's tables (in turn, every 10 ms) until done is called, which
+// returns the errors of the REINDEX statements.
+func reindexUntilDone(t *testing.T, e *env) (done func() []string) {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var errs []string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// After REINDEX INDEX CONCURRENTLY of admhnd_persoon's key that index has the highest
+		// oid, so REINDEX TABLE takes the other one first: the order of batchLocksSQL's
+		// planned read of admhnd_persoon.
+		forms := []string{`reindex table admhnd`, `reindex index admhnd_in_levering_idx`, `reindex table admhnd_persoon`,
+			`reindex index concurrently admhnd_persoon_pkey`, `reindex table admhnd_persoon`, `reindex table concurrently admhnd`}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if _, err := e.db.Exec(forms[i%len(forms)]); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", forms[i%len(forms)], err))
+			}
+		}
+	}()
+	return func() []string {
+		close(stop)
+		wg.Wait()
+		return errs
 	}
 }
 
