@@ -93,6 +93,7 @@ var conformanceCases = []conformanceCase{
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
+	brptest.NeedsServices(t)
 	for _, tg := range targets() {
 		t.Run(tg.name, func(t *testing.T) {
 			if tg.skip != "" {

@@ -28,6 +28,7 @@ func deadNode(t *testing.T) string {
 // names every node in its error when none answers.
 func TestDialGoesRoundTheList(t *testing.T) {
 	t.Parallel()
+	brptest.NeedsServices(t)
 	live := brptest.Broker()
 	dead := deadNode(t)
 	cfg := live

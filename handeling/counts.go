@@ -39,28 +39,8 @@ type Counts struct {
 func ReadCounts(ctx context.Context, q RowQueryer, excluded []string, geleverd bool) (Counts, error) {
 	c := Counts{Geleverd: -1}
 	dest := []any{&c.At, &c.Backlog, &c.InLevering, &c.Fout, &c.FoutUnreleased, &c.OldestAge, &c.Future}
-	query := countsSQL + ", -1::bigint"
-	if geleverd {
-		query = countsSQL + ", (select count(*) from admhnd where statuslev = " + GeleverdSQL + ")"
-	}
-	if err := q.QueryRowContext(ctx, query, pq.Array(excluded)).Scan(append(dest, &c.Geleverd)...); err != nil {
+	if err := q.QueryRowContext(ctx, countsSQL, pq.Array(excluded), FutureSkew.Seconds(), geleverd).Scan(append(dest, &c.Geleverd)...); err != nil {
 		return Counts{Geleverd: -1}, fmt.Errorf("read counts: %w", err)
 	}
 	return c, nil
 }
-
-// countsSQL selects the Counts but Geleverd; $1 are the excluded soorten. The oldest age is
-// the lesser of two minima: the first entry of the index of open work (ordered by tsreg) and
-// the few in levering (a min over their union was planned as a bitmap of the whole index of
-// open work). It leaves out the handelingen registered in the future: their age would be
-// negative, and an ageing alert on the oldest could never fire.
-var countsSQL = `select now(),
-		(select count(*) from admhnd where ` + ToDeliverSQL("$1") + `),
-		(select count(*) from admhnd where statuslev = ` + InLeveringSQL + `),
-		(select count(*) from admhnd where statuslev = ` + FoutSQL + `),
-		(select count(*) from admhnd where statuslev = ` + FoutSQL + ` and vrijgegeven is null),
-		coalesce(extract(epoch from now() - least(
-			(select min(tsreg) from admhnd where ` + ToDeliverSQL("$1") + ` and tsreg <= now()),
-			(select min(tsreg) from admhnd where statuslev = ` + InLeveringSQL + ` and tsreg <= now())
-		))::float8, 0),
-		(select count(*) from admhnd where ` + ToDeliverSQL("$1") + ` and ` + FutureSQL + `)`

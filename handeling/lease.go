@@ -49,7 +49,7 @@ type Lease struct {
 	// SecondsSinceActivity is the time since the cluster's last polling activity: its holder's
 	// last renewal, or, while nobody holds it, the hand-over that freed it (HandedOver); -1 if
 	// there was none (no row, or a lease never held) or a release of an earlier version did not
-	// record it. A follower takes over after the publisher's wartezeit (at least 10 s) of
+	// record it. A follower takes over after the publisher's the lease timeout (at least 10 s) of
 	// silence, or at its next poll after a hand-over.
 	SecondsSinceActivity float64 `json:"seconds_since_activity"`
 }

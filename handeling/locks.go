@@ -1,10 +1,9 @@
 package handeling
 
-import "strings"
-
-// TableLocksSQL returns the first statement of a publisher round or a consumer batch: it takes
-// the table locks of the transaction in an order that a REINDEX cannot cross (issue 34).
-// written are the tables the transaction writes; admhnd_persoon is read by both.
+// Table locks. The first statement of a publisher round (publicatie/sql/round_locks.sql) and of a
+// consumer batch (levering/sql/batch_locks.sql) takes the table locks of the transaction in an
+// order that a REINDEX cannot cross (issue 34): the tables the transaction writes, then a planned
+// read of admhnd_persoon, which both read.
 //
 // A REINDEX (not CONCURRENTLY; REINDEX SCHEMA or DATABASE alike, a table per transaction)
 // takes a ShareLock on the table, then an AccessExclusiveLock on each of its indexes in turn,
@@ -33,6 +32,3 @@ import "strings"
 //
 // REINDEX CONCURRENTLY and CREATE INDEX CONCURRENTLY take none of the conflicting locks: they
 // wait for these transactions to end, never the other way round.
-func TableLocksSQL(written ...string) string {
-	return "lock table " + strings.Join(written, ", ") + " in row exclusive mode; select from admhnd_persoon where false"
-}

@@ -16,9 +16,12 @@ func IDHeaders(id int64) map[string]string {
 	return map[string]string{IDHeader: strconv.FormatInt(id, 10)}
 }
 
-// ParseID reads an IDHeader value: 0 when it is empty or not a number.
+// ParseID reads an IDHeader value: 0 when it is empty or not a number (out of range too).
 func ParseID(v string) int64 {
-	id, _ := strconv.ParseInt(v, 10, 64)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0
+	}
 	return id
 }
 

@@ -32,14 +32,6 @@ const FoutOvertaken = "ingehaald: een nieuwere handeling van een van zijn person
 // (a known error, docs/contract.md section 5).
 const FoutGeenPersonen = "handeling heeft geen bijgehouden personen"
 
-// The statuses as SQL literals, for queries written as constants: "statuslev = " + InLeveringSQL.
-// TeLeveren has none: it is "statuslev is null".
-const (
-	InLeveringSQL = "'" + string(InLevering) + "'"
-	GeleverdSQL   = "'" + string(Geleverd) + "'"
-	FoutSQL       = "'" + string(Fout) + "'"
-)
-
 // Scan reads a statuslev column: NULL is TeLeveren, text is taken as it is (the contract's
 // check constraint may be missing where bijhouding created the table).
 func (s *Status) Scan(src any) error {

@@ -22,17 +22,17 @@ var (
 	ErrNotFout = errors.New("operate: handeling is not in fout")
 	// ErrAlreadyReleased: the fout handeling was released before.
 	ErrAlreadyReleased = errors.New("operate: handeling already released")
-	// ErrDoorRequired: an action needs the name of the operator taking it.
-	ErrDoorRequired = errors.New("operate: door (who takes the action) is required")
+	// ErrActorRequired: an action needs the name of the operator taking it.
+	ErrActorRequired = errors.New("operate: door (who takes the action) is required")
 )
 
 // Action is one recorded operator action (a row of admhnd_beheer).
 type Action struct {
-	ID          int64     `json:"id"`
-	Actie       string    `json:"actie"` // "retry" or "release"
-	Door        string    `json:"door"`
-	Op          time.Time `json:"op"`
-	Toelichting string    `json:"toelichting"` // "" when none was given
+	ID   int64     `json:"id" db:"id"`
+	Kind string    `json:"actie" db:"actie"` // "retry" or "release"
+	By   string    `json:"door" db:"door"`   // the operator who took it
+	At   time.Time `json:"op" db:"op"`
+	Note string    `json:"toelichting" db:"toelichting"` // "" when none was given
 }
 
 // Waiting is a handeling still to be delivered.
@@ -74,13 +74,7 @@ func ListFout(ctx context.Context, db *sqlx.DB, limit int) ([]Fout, error) {
 }
 
 func listFout(ctx context.Context, q sqlx.QueryerContext, limit int) ([]Fout, error) {
-	rows, err := q.QueryContext(ctx, `
-		select a.id, a.soort, `+handeling.TsregShownOn("a.tsreg")+`, coalesce(a.foutreden, ''), a.vrijgegeven,
-		       array(select distinct persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
-		from admhnd a
-		where a.statuslev = `+handeling.FoutSQL+`
-		order by a.tsreg desc, a.id desc
-		limit $1`, limit)
+	rows, err := q.QueryContext(ctx, listFoutSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list fout: %w", err)
 	}
@@ -114,10 +108,7 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 		return d, fmt.Errorf("show %d: begin: %w", id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	err = tx.QueryRowxContext(ctx, `
-		select a.id, a.soort, `+handeling.TsregShownOn("a.tsreg")+`, coalesce(a.foutreden, ''), a.vrijgegeven, coalesce(a.statuslev::text, ''),
-		       array(select distinct persoon_id from admhnd_persoon where admhnd_id = a.id order by persoon_id)
-		from admhnd a where a.id = $1`, id).
+	err = tx.QueryRowxContext(ctx, showSQL, id).
 		Scan(&d.ID, &d.Soort, &d.Tsreg, &d.Foutreden, &d.Vrijgegeven, &d.Statuslev, pq.Array(&d.Personen))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("show %d: %w", id, ErrNotFound)
@@ -126,25 +117,12 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 		return d, fmt.Errorf("show %d: %w", id, err)
 	}
 	d.Audit = []Action{}
-	if err := tx.SelectContext(ctx, &d.Audit, `
-		select id, actie, door, op, coalesce(toelichting, '') as toelichting
-		from admhnd_beheer where admhnd_id = $1 order by op, id`, id); err != nil {
+	if err := tx.SelectContext(ctx, &d.Audit, auditSQL, id); err != nil {
 		return d, fmt.Errorf("show %d: audit: %w", id, err)
 	}
-	// Later handelingen of the same persons, found through admhnd_persoon's persoon index.
-	const later = `
-		with later as (
-			select distinct w.id, w.soort, w.tsreg, w.statuslev
-			from admhnd_persoon mine
-			join admhnd_persoon wp on wp.persoon_id = mine.persoon_id and wp.admhnd_id <> mine.admhnd_id
-			join admhnd w on w.id = wp.admhnd_id
-			where mine.admhnd_id = $1 and (w.tsreg, w.id) > ($2, $1) and w.soort <> all($3::text[])
-		)`
 	d.HeldBack = []Waiting{}
 	if d.Statuslev == handeling.Fout && d.Vrijgegeven == nil && cfg.FoutPolicy == handeling.Strict {
-		rows, err := tx.QueryContext(ctx, later+`
-			select id, soort, `+handeling.TsregShownOn("tsreg")+`, count(*) over () from later where statuslev is null
-			order by tsreg, id limit $4`, id, d.Tsreg, pq.Array(cfg.Excluded), maxHeldBack)
+		rows, err := tx.QueryContext(ctx, heldBackSQL, id, d.Tsreg, pq.Array(cfg.Excluded), maxHeldBack)
 		if err != nil {
 			return d, fmt.Errorf("show %d: held back: %w", id, err)
 		}
@@ -160,8 +138,7 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 			return d, fmt.Errorf("show %d: held back: %w", id, err)
 		}
 	}
-	if err := tx.GetContext(ctx, &d.Overtaken, later+`
-		select count(*) from later where statuslev in (`+handeling.InLeveringSQL+`, `+handeling.GeleverdSQL+`)`,
+	if err := tx.GetContext(ctx, &d.Overtaken, overtakenSQL,
 		id, d.Tsreg, pq.Array(cfg.Excluded)); err != nil {
 		return d, fmt.Errorf("show %d: overtaken: %w", id, err)
 	}
@@ -171,12 +148,10 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 // Retry puts fout handeling id back to be delivered: statuslev, foutreden, vrijgegeven and
 // tspub become NULL, so the publisher delivers it again in its (tsreg, id) place, and a
 // 'retry' row records door and note (empty: none). All in one transaction. Errors:
-// ErrDoorRequired (door blank), ErrNotFound, ErrNotFout (any other status).
+// ErrActorRequired (door blank), ErrNotFound, ErrNotFout (any other status).
 func Retry(ctx context.Context, db *sqlx.DB, id int64, door, note string) error {
 	return act(ctx, db, id, door, note, "retry", func(ctx context.Context, tx *sqlx.Tx, released bool) error {
-		_, err := tx.ExecContext(ctx, `
-			update admhnd set statuslev = null, foutreden = null, vrijgegeven = null, tspub = null
-			where id = $1`, id)
+		_, err := tx.ExecContext(ctx, retrySQL, id)
 		return err
 	})
 }
@@ -184,18 +159,18 @@ func Retry(ctx context.Context, db *sqlx.DB, id int64, door, note string) error 
 // Release marks fout handeling id released (vrijgegeven = now()): under the strict policy it no
 // longer holds back later handelingen of its persons; it stays in fout. A 'release' row records
 // door and note. All in one transaction, which also wakes the publisher. Errors:
-// ErrDoorRequired, ErrNotFound, ErrNotFout, ErrAlreadyReleased.
+// ErrActorRequired, ErrNotFound, ErrNotFout, ErrAlreadyReleased.
 func Release(ctx context.Context, db *sqlx.DB, id int64, door, note string) error {
 	return act(ctx, db, id, door, note, "release", func(ctx context.Context, tx *sqlx.Tx, released bool) error {
 		if released {
 			return ErrAlreadyReleased
 		}
-		if _, err := tx.ExecContext(ctx, `update admhnd set vrijgegeven = now() where id = $1`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, releaseSQL, id); err != nil {
 			return err
 		}
 		// The schema's trigger wakes the publisher only on a statuslev change; release does not
 		// change it, so notify its channel here.
-		_, err := tx.ExecContext(ctx, `select pg_notify($1, '')`, handeling.NotifyChannel)
+		_, err := tx.ExecContext(ctx, notifySQL, handeling.NotifyChannel)
 		return err
 	})
 }
@@ -206,7 +181,7 @@ func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
 	change func(ctx context.Context, tx *sqlx.Tx, released bool) error) error {
 	door = strings.TrimSpace(door)
 	if door == "" {
-		return fmt.Errorf("%s %d: %w", actie, id, ErrDoorRequired)
+		return fmt.Errorf("%s %d: %w", actie, id, ErrActorRequired)
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -215,7 +190,7 @@ func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	var status handeling.Status
 	var released bool
-	err = tx.QueryRowxContext(ctx, `select statuslev, vrijgegeven is not null from admhnd where id = $1 for update`, id).
+	err = tx.QueryRowxContext(ctx, lockForActionSQL, id).
 		Scan(&status, &released)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s %d: %w", actie, id, ErrNotFound)
@@ -237,8 +212,7 @@ func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
 	if note = strings.TrimSpace(note); note != "" {
 		toelichting = sql.NullString{String: note, Valid: true}
 	}
-	if _, err := tx.ExecContext(ctx, `
-		insert into admhnd_beheer (admhnd_id, actie, door, toelichting) values ($1, $2, $3, $4)`,
+	if _, err := tx.ExecContext(ctx, recordActionSQL,
 		id, actie, door, toelichting); err != nil {
 		return fmt.Errorf("%s %d: audit: %w", actie, id, err)
 	}

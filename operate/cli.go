@@ -36,16 +36,16 @@ type CLI struct {
 	// Config is the publisher's configuration: status and fout show judge backlog and blocked
 	// persons by its rules.
 	Config OverviewConfig
-	// Door names who acts when retry or release is given no --door. cmd/publicatie passes
+	// Actor names who acts when retry or release is given no --door. cmd/publicatie passes
 	// $SUDO_USER, else $USER, as the usage text says; empty, --door is required.
-	Door string
+	Actor string
 }
 
 // Run runs one operator command; args are what follows "publicatie": "status", or "fout"
 // with list, show, retry or release and their flags and ID (flags may stand before or after
 // the ID). Its output goes to stdout. -h (or --help) writes the usage text to stdout and
 // returns nil without running the command. A usage error wraps ErrUsage (a blank door
-// ErrDoorRequired as well) and nothing is read or changed; the errors of ReadOverview,
+// ErrActorRequired as well) and nothing is read or changed; the errors of ReadOverview,
 // ListFout, ShowFout, Retry and Release are returned as they are.
 func (c CLI) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
@@ -105,7 +105,7 @@ func (c CLI) fout(ctx context.Context, sub string, args []string, stdout io.Writ
 		writeFoutDetail(stdout, d)
 		return nil
 	case "retry", "release":
-		door := c.Door
+		door := c.Actor
 		var note string
 		pos, err := parseArgs(name, args, stdout, func(fs *flag.FlagSet) {
 			fs.StringVar(&door, "door", door, "who acts (default $SUDO_USER, else $USER)")
@@ -119,7 +119,7 @@ func (c CLI) fout(ctx context.Context, sub string, args []string, stdout io.Writ
 			return err
 		}
 		if strings.TrimSpace(door) == "" {
-			return fmt.Errorf("%w: %s: --door NAME is required ($SUDO_USER and $USER are empty): %w", ErrUsage, name, ErrDoorRequired)
+			return fmt.Errorf("%w: %s: --door NAME is required ($SUDO_USER and $USER are empty): %w", ErrUsage, name, ErrActorRequired)
 		}
 		if sub == "retry" {
 			if err := Retry(ctx, c.DB, id, door, note); err != nil {

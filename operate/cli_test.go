@@ -261,16 +261,16 @@ history (0)
 func TestCLIRetryAndRelease(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
-	c := operate.CLI{DB: db, Door: "from-env"}
-	// Flags before or after the ID; --door defaults to CLI.Door.
+	c := operate.CLI{DB: db, Actor: "from-env"}
+	// Flags before or after the ID; --door defaults to CLI.Actor.
 	wantText(t, "retry", mustCLI(t, c, "fout", "retry", "--note", "afnemer hersteld", "1", "--door", "alice"),
 		"handeling 1 retried by alice: it is te leveren again; the publisher delivers it in its place.\n")
 	wantText(t, "release", mustCLI(t, c, "fout", "release", "15"),
 		"handeling 15 released by from-env: it stays fout; later handelingen of its persons may pass it now.\n")
-	if a := audit(t, db, 1); len(a) != 1 || a[0].Actie != "retry" || a[0].Door != "alice" || a[0].Toelichting == nil || *a[0].Toelichting != "afnemer hersteld" {
+	if a := audit(t, db, 1); len(a) != 1 || a[0].Kind != "retry" || a[0].By != "alice" || a[0].Note == nil || *a[0].Note != "afnemer hersteld" {
 		t.Errorf("audit of 1: %+v", a)
 	}
-	if a := audit(t, db, 15); len(a) != 1 || a[0].Actie != "release" || a[0].Door != "from-env" || a[0].Toelichting != nil {
+	if a := audit(t, db, 15); len(a) != 1 || a[0].Kind != "release" || a[0].By != "from-env" || a[0].Note != nil {
 		t.Errorf("audit of 15: %+v", a)
 	}
 	if s := brptest.Status(t, db, 1); s != "" {
@@ -283,12 +283,12 @@ func TestCLIRetryAndRelease(t *testing.T) {
 		args []string
 	}{
 		{operate.CLI{DB: db}, []string{"fout", "retry", "9"}},
-		{operate.CLI{DB: db, Door: "from-env"}, []string{"fout", "release", "9", "--door", " "}},
+		{operate.CLI{DB: db, Actor: "from-env"}, []string{"fout", "release", "9", "--door", " "}},
 	} {
 		out, err := cli(t, c.cli, c.args...)
-		if !errors.Is(err, operate.ErrUsage) || !errors.Is(err, operate.ErrDoorRequired) || out != "" ||
+		if !errors.Is(err, operate.ErrUsage) || !errors.Is(err, operate.ErrActorRequired) || out != "" ||
 			!strings.Contains(err.Error(), "--door NAME is required") {
-			t.Errorf("%v without a door: %v, output %q; want a usage error wrapping ErrDoorRequired", c.args, err, out)
+			t.Errorf("%v without a door: %v, output %q; want a usage error wrapping ErrActorRequired", c.args, err, out)
 		}
 	}
 	// Refusals of the actions are not usage errors.
@@ -313,7 +313,7 @@ func TestCLIRetryAndRelease(t *testing.T) {
 func TestCLIUsage(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
-	c := operate.CLI{DB: db, Door: "someone"}
+	c := operate.CLI{DB: db, Actor: "someone"}
 	for _, tc := range []struct {
 		args []string
 		says string

@@ -138,14 +138,6 @@ type HorizonTransaction struct {
 	Registers bool `json:"registers"`
 }
 
-// horizonSQL reads the margin, its bounds and the oldest open transaction that holds the
-// horizon.
-const horizonSQL = `
-		select extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8, extract(epoch from v.max_wait)::float8,
-		       h.pid, h.application_name, h.state, h.wait_event, h.age_seconds, h.registers
-		from publicatie_toestand v
-		left join lateral (select * from publicatie_horizon where holds order by xact_start limit 1) h on true`
-
 // readHorizon reads the Horizon.
 func readHorizon(ctx context.Context, q sqlx.QueryerContext) (Horizon, error) {
 	var hz Horizon
@@ -260,11 +252,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	// (100 ms for 2 million rows); with an index on admhnd (tslev) where statuslev = 'geleverd'
 	// (migration 0005) it reads only the last 10 minutes (under 1 ms).
 	o.DeliveredPerMinute = make([]int64, 10)
-	rows, err := tx.QueryContext(ctx, `
-		select least(9, greatest(0, floor(extract(epoch from now() - tslev) / 60)))::int, count(*)
-		from admhnd
-		where statuslev = `+handeling.GeleverdSQL+` and tslev > now() - interval '10 minutes'
-		group by 1`)
+	rows, err := tx.QueryContext(ctx, deliveredPerMinuteSQL)
 	if err != nil {
 		return o, fmt.Errorf("overview: deliveries per minute: %w", err)
 	}
@@ -286,17 +274,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	}
 
 	var old Undelivered
-	err = tx.QueryRowxContext(ctx, `
-		select id, soort, `+handeling.TsregShownOn("tsreg")+`, extract(epoch from now() - `+handeling.TsregShownOn("tsreg")+`)::float8,
-		       coalesce(statuslev::text, '')
-		from (
-			(select id, soort, tsreg, statuslev from admhnd
-			 where `+handeling.ToDeliverSQL("$1")+` and tsreg <= now() order by tsreg, id limit 1)
-			union all
-			(select id, soort, tsreg, statuslev from admhnd
-			 where statuslev = `+handeling.InLeveringSQL+` and tsreg <= now() order by tsreg, id limit 1)
-		) o
-		order by tsreg, id limit 1`, excluded).
+	err = tx.QueryRowxContext(ctx, oldestUndeliveredSQL, excluded).
 		Scan(&old.ID, &old.Soort, &old.Tsreg, &old.AgeSeconds, &old.Statuslev)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -308,10 +286,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	if o.Future > 0 {
 		// The earliest: the first entry of the index of open work after now() + FutureSkew.
 		var f FutureHandeling
-		err = tx.QueryRowxContext(ctx, `
-			select id, soort, `+handeling.TsregShownOn("tsreg")+`, extract(epoch from `+handeling.TsregShownOn("tsreg")+` - now())::float8
-			from admhnd where `+handeling.ToDeliverSQL("$1")+` and `+handeling.FutureSQL+`
-			order by tsreg, id limit 1`, excluded).Scan(&f.ID, &f.Soort, &f.Tsreg, &f.AheadSeconds)
+		err = tx.QueryRowxContext(ctx, firstFutureSQL, excluded, handeling.FutureSkew.Seconds()).Scan(&f.ID, &f.Soort, &f.Tsreg, &f.AheadSeconds)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -347,13 +322,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext) (*DeliveryDelay, error) {
 	var d DeliveryDelay
 	var p50, p99 sql.NullFloat64
-	err := q.QueryRowxContext(ctx, `
-		select count(*), percentile_cont(0.5) within group (order by delay), percentile_cont(0.99) within group (order by delay)
-		from (
-			select greatest(0, extract(epoch from tslev - tsreg))::float8 as delay
-			from admhnd
-			where statuslev = `+handeling.GeleverdSQL+` and tslev > now() - make_interval(secs => $1)
-		) d`, delayWindow.Seconds()).Scan(&d.Deliveries, &p50, &p99)
+	err := q.QueryRowxContext(ctx, deliveryDelaySQL, delayWindow.Seconds()).Scan(&d.Deliveries, &p50, &p99)
 	if err != nil {
 		return nil, fmt.Errorf("overview: delivery delay: %w", err)
 	}
@@ -365,31 +334,12 @@ func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext) (*DeliveryDel
 }
 
 // readBlocked lists the persons held up now: those of a handeling that holds back its persons
-// by the publisher's own rule (handeling.BlocksSQL: in levering, or under the strict policy an
+// by the publisher's own rule (publicatie_blocks: in levering, or under the strict policy an
 // unreleased fout one) with at least one waiting handeling. The blocking handelingen are few
 // (at most MAXINLEVERING plus the fout ones); each person's waiting ones are counted through
 // admhnd_persoon's persoon index.
 func readBlocked(ctx context.Context, q sqlx.QueryerContext, cfg OverviewConfig, limit int) ([]BlockedPerson, int64, error) {
-	rows, err := q.QueryContext(ctx, `
-		with blocking as (
-			select id, tsreg, statuslev, foutreden, tspub from admhnd where `+handeling.BlocksSQL("$2")+`
-		), per_person as (
-			select distinct on (p.persoon_id) p.persoon_id, b.id, b.tsreg, b.statuslev,
-			       coalesce(b.foutreden, '') as foutreden,
-			       coalesce(extract(epoch from now() - b.tspub)::float8, -1) as since
-			from blocking b join admhnd_persoon p on p.admhnd_id = b.id
-			order by p.persoon_id, b.tsreg, b.id
-		)
-		select pp.persoon_id, pp.id, pp.statuslev, pp.foutreden, pp.since, w.n, count(*) over ()
-		from per_person pp
-		cross join lateral (
-			select count(distinct w.id) as n
-			from admhnd_persoon wp join admhnd w on w.id = wp.admhnd_id
-			where wp.persoon_id = pp.persoon_id and w.statuslev is null and w.soort <> all($1::text[])
-		) w
-		where w.n > 0
-		order by pp.tsreg, pp.id, pp.persoon_id
-		limit $3`, pq.Array(cfg.Excluded), cfg.FoutPolicy == handeling.Strict, limit)
+	rows, err := q.QueryContext(ctx, blockedPersonsSQL, pq.Array(cfg.Excluded), cfg.FoutPolicy == handeling.Strict, limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("overview: blocked persons: %w", err)
 	}

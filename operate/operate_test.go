@@ -212,14 +212,16 @@ func TestOverviewEmpty(t *testing.T) {
 	}
 }
 
-type beheer struct {
-	Actie, Door string
-	Toelichting *string
+// recorded is a row of admhnd_beheer, read by the tests.
+type recorded struct {
+	Kind string  `db:"actie"`
+	By   string  `db:"door"`
+	Note *string `db:"toelichting"`
 }
 
-func audit(t *testing.T, db *sqlx.DB, id int64) []beheer {
+func audit(t *testing.T, db *sqlx.DB, id int64) []recorded {
 	t.Helper()
-	var out []beheer
+	var out []recorded
 	if err := db.Select(&out, `select actie, door, toelichting from admhnd_beheer where admhnd_id = $1 order by id`, id); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +244,7 @@ func TestRetry(t *testing.T) {
 	if row.Statuslev != nil || row.Foutreden != nil || row.Vrijgegeven != nil || row.Tspub != nil {
 		t.Errorf("after retry: %+v, want all NULL", row)
 	}
-	if a := audit(t, db, 1); len(a) != 1 || a[0].Actie != "retry" || a[0].Door != "alice" || a[0].Toelichting == nil || *a[0].Toelichting != "afnemer hersteld" {
+	if a := audit(t, db, 1); len(a) != 1 || a[0].Kind != "retry" || a[0].By != "alice" || a[0].Note == nil || *a[0].Note != "afnemer hersteld" {
 		t.Errorf("audit %+v", a)
 	}
 	// Handeling 1 is backlog again and the oldest undelivered; person 1 is no longer blocked.
@@ -271,7 +273,7 @@ func TestRetry(t *testing.T) {
 		{3, "alice", operate.ErrNotFout},  // in_levering
 		{10, "alice", operate.ErrNotFout}, // geleverd
 		{999, "alice", operate.ErrNotFound},
-		{9, " ", operate.ErrDoorRequired},
+		{9, " ", operate.ErrActorRequired},
 	} {
 		if err := operate.Retry(ctx, db, c.id, c.door, ""); !errors.Is(err, c.want) {
 			t.Errorf("retry %d by %q: %v, want %v", c.id, c.door, err, c.want)
@@ -293,7 +295,7 @@ func TestRelease(t *testing.T) {
 	if err := db.Get(&released, `select vrijgegeven is not null from admhnd where id = 15 and statuslev = 'fout'`); err != nil || !released {
 		t.Fatalf("15 not released and fout: %v", err)
 	}
-	if a := audit(t, db, 15); len(a) != 1 || a[0].Actie != "release" || a[0].Door != "bob" || a[0].Toelichting != nil {
+	if a := audit(t, db, 15); len(a) != 1 || a[0].Kind != "release" || a[0].By != "bob" || a[0].Note != nil {
 		t.Errorf("audit %+v", a)
 	}
 	o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{})
@@ -312,7 +314,7 @@ func TestRelease(t *testing.T) {
 		{6, "bob", operate.ErrAlreadyReleased},
 		{2, "bob", operate.ErrNotFout},
 		{999, "bob", operate.ErrNotFound},
-		{9, "", operate.ErrDoorRequired},
+		{9, "", operate.ErrActorRequired},
 	} {
 		if err := operate.Release(ctx, db, c.id, c.door, "x"); !errors.Is(err, c.want) {
 			t.Errorf("release %d by %q: %v, want %v", c.id, c.door, err, c.want)
@@ -363,7 +365,7 @@ func TestListAndShowFout(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err = operate.ShowFout(ctx, db, 15, operate.OverviewConfig{})
-	if err != nil || d.Statuslev != "" || len(d.Audit) != 1 || d.Audit[0].Door != "carol" || d.Audit[0].Toelichting != "opnieuw" || len(d.HeldBack) != 0 {
+	if err != nil || d.Statuslev != "" || len(d.Audit) != 1 || d.Audit[0].By != "carol" || d.Audit[0].Note != "opnieuw" || len(d.HeldBack) != 0 {
 		t.Errorf("show 15 after retry: %+v %v", d, err)
 	}
 	if _, err := operate.ShowFout(ctx, db, 999, operate.OverviewConfig{}); !errors.Is(err, operate.ErrNotFound) {

@@ -158,10 +158,10 @@ func writeFoutDetail(w io.Writer, d FoutDetail) {
 	fmt.Fprintf(w, "\nhistory (%d)\n", len(d.Audit))
 	for _, a := range d.Audit {
 		note := ""
-		if a.Toelichting != "" {
-			note = ": " + clean(a.Toelichting)
+		if a.Note != "" {
+			note = ": " + clean(a.Note)
 		}
-		fmt.Fprintf(w, "  %s  %s by %s%s\n", a.Op.Local().Format(tsFormat), a.Actie, clean(a.Door), note)
+		fmt.Fprintf(w, "  %s  %s by %s%s\n", a.At.Local().Format(tsFormat), a.Kind, clean(a.By), note)
 	}
 	if d.Statuslev == handeling.Fout {
 		fmt.Fprintln(w, "\ncommands")

@@ -83,9 +83,9 @@ type Config struct {
 	// Cluster names the polling cluster whose lease this publisher competes for. Default
 	// handeling.Cluster ("default").
 	Cluster string
-	// Wartezeit is how long the cluster's polling activity may be silent before a follower takes
+	// LeaseTimeout is how long the cluster's polling activity may be silent before a follower takes
 	// over. Default max(2*Delay, 10s); at least 10s.
-	Wartezeit time.Duration
+	LeaseTimeout time.Duration
 	// Standalone skips the lease: this process publishes whatever else runs. Only for a single
 	// instance; two standalone publishers can deliver out of order.
 	Standalone bool
@@ -145,8 +145,8 @@ const DefaultGroupBytes = 64 << 10
 // DefaultPersonCap is Config.PersonCap's default.
 const DefaultPersonCap = 1000
 
-// MinWartezeit is the shortest Wartezeit accepted (the seed's minimum).
-const MinWartezeit = 10 * time.Second
+// MinLeaseTimeout is the shortest LeaseTimeout accepted (the seed's minimum).
+const MinLeaseTimeout = 10 * time.Second
 
 // maxCluster bounds Cluster's length: it is a key of the lease table.
 const maxCluster = 200
@@ -206,8 +206,8 @@ func (c *Config) setDefaults() {
 	if c.Cluster == "" {
 		c.Cluster = handeling.Cluster
 	}
-	if c.Wartezeit == 0 {
-		c.Wartezeit = max(2*c.Delay, MinWartezeit)
+	if c.LeaseTimeout == 0 {
+		c.LeaseTimeout = max(2*c.Delay, MinLeaseTimeout)
 	}
 	if c.Broker.OpTimeout == 0 {
 		c.Broker.OpTimeout = broker.DefaultOpTimeout
@@ -256,8 +256,8 @@ func (c Config) validate() error {
 		return bad("FoutPolicy", c.FoutPolicy, "expected %s or %s", handeling.Strict, handeling.Skip)
 	case len(c.Cluster) > maxCluster:
 		return bad("Cluster", c.Cluster, "expected a cluster name of at most %d characters", maxCluster)
-	case c.Wartezeit < MinWartezeit:
-		return bad("Wartezeit", c.Wartezeit, "expected at least %v", MinWartezeit)
+	case c.LeaseTimeout < MinLeaseTimeout:
+		return bad("LeaseTimeout", c.LeaseTimeout, "expected at least %v", MinLeaseTimeout)
 	}
 	return nil
 }

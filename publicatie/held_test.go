@@ -35,7 +35,7 @@ func (e *roundEnv) drain() []int64 {
 func (e *roundEnv) teLeveren() []int64 {
 	e.t.Helper()
 	var ids []int64
-	if err := e.db.Select(&ids, `select id from admhnd where `+handeling.ToDeliverSQL("$1")+` order by id`,
+	if err := e.db.Select(&ids, `select id from admhnd where publicatie_to_deliver(statuslev, soort, $1) order by id`,
 		pq.Array(handeling.DefaultExcluded())); err != nil {
 		e.t.Fatal(err)
 	}

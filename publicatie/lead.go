@@ -1,11 +1,10 @@
 package publicatie
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
+	"math"
 	"time"
 )
 
@@ -20,19 +19,22 @@ import (
 // The margin follows the leads bijhouding shows now. The registration trigger records a
 // registration whose lead exceeds the margin (late: publicatie_nakomer.voorsprong, every one of
 // them) and samples the leads of the others at the rate the leader asks for
-// (publicatie_lead_samples, about leadSamplesPerSecond a second). Every round the leader
-// weighs both over the last leadWindow (a sample for the registrations it stands for) and sets
-// the margin to their leadQuantile, plus leadSlack, at most Config.MaxLead (the documented
-// bound, publicatie_toestand.grens: leads beyond it never count, so a load of last month's
-// handelingen does not hold back today's). It raises the margin as soon as three late ones say
-// so, and lowers it once leadMinObservations say so: a burst's or a lagging clock's margin comes
-// down seconds after the leads do.
+// (publicatie_lead_samples, about leadSamplesPerSecond a second). Every round the leader sets
+// the margin to the highest lead of the last leadWindow, late or sampled, plus a cushion
+// (leadCushion), at most Config.MaxLead (the documented bound, publicatie_toestand.grens: leads
+// beyond it never count, so a load of last month's handelingen does not hold back today's). It
+// raises the margin as soon as three late ones say so (a straggler alone does not), and lowers
+// it once leadMinObservations say so: a burst's or a lagging clock's margin comes down seconds
+// after the leads do. It covers the highest lead rather than most of them: a registration
+// stamped by an application server whose clock is behind, within MaxLead, is the contract's
+// normal case and must not end fout (scenarios.TestHostileBijhouding).
 //
 // What the margin does not cover is late: taken into the view at its place behind the stand, and
 // should a newer handeling of its persons have been delivered first, the consumer's order check
 // (package levering) ends it fout (handeling.FoutOvertaken) rather than deliver it out of order.
-// The trade-off: every handeling waits the margin; about 1 - leadQuantile of the registrations
-// take the late path (a record in bijhouding's transaction, and the risk of a fout). Figures in
+// The trade-off: every handeling waits the margin; what exceeds the highest lead seen by more
+// than the cushion (a straggler, the first registrations of a clock that fell behind) takes the
+// late path: a record in bijhouding's transaction, and the risk of a fout. Figures in
 // docs/performance.md ("Bounded waits").
 //
 // The triggers read the margin in their own transactions, and the stand moved under the
@@ -49,16 +51,13 @@ import (
 // also the most a handeling may be held back for bijhouding's clocks.
 const DefaultMaxLead = 2 * time.Second
 
-// leadSlack is added to the leads' quantile: leads jitter by about a millisecond; more slack
-// would hold every handeling back by that much.
+// leadSlack is the least cushion above the highest lead (leadCushion): leads jitter by about a
+// millisecond; more would hold every handeling back by that much.
 const leadSlack = 5 * time.Millisecond
 
 // leadWindow is how long the leads the margin follows are kept: how soon it comes down after
 // the leads have.
 const leadWindow = 5 * time.Second
-
-// leadQuantile is the share of the registrations whose lead the margin covers.
-const leadQuantile = 0.99
 
 // leadMinLate is how many registrations recorded late (beyond the margin) within leadWindow
 // raise it: a straggler (a garbage collection between reading the clock and BEGIN) does not.
@@ -91,24 +90,23 @@ func leadHoldFor(maxLead, maxWait time.Duration) time.Duration {
 
 // leadRow is publicatie_toestand as the round read it.
 type leadRow struct {
-	marge, grens time.Duration
-	held         time.Duration // the margin the horizon used: the higher one while a lowering is recent
-	maxWait      time.Duration
-	hoogPending  bool          // a lowering committed: hoog_tot is to be set to this round's start
-	sampleRate   float64       // lead_sample_rate
-	sampleLeft   time.Duration // until lead_sample_until
+	margin, bound   time.Duration
+	held            time.Duration // the margin the horizon used: the higher one while a lowering is recent
+	maxWait         time.Duration
+	loweringUndated bool          // a lowering committed: hoog_tot is to be set to this round's start
+	sampleRate      float64       // lead_sample_rate
+	sampleLeft      time.Duration // until lead_sample_until
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // leadSeen is one round's part of the window: how many handelingen it took in, the leads of
-// those recorded late, and the sampled leads with the sample rate they were taken at.
+// those recorded late, and the sampled leads.
 type leadSeen struct {
 	at      time.Time
 	taken   int
 	late    []time.Duration
 	samples []time.Duration
-	rate    float64
 }
 
 // learnLead records what this round read (late: the leads of registrations recorded late,
@@ -116,14 +114,14 @@ type leadSeen struct {
 // in the round's transaction when one of them changed (leadMargin).
 func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, samples []time.Duration) error {
 	now := time.Now()
-	w.leadSeen = append(w.leadSeen, leadSeen{at: now, late: late, samples: samples, rate: cur.sampleRate})
+	w.leadSeen = append(w.leadSeen, leadSeen{at: now, late: late, samples: samples})
 	for len(w.leadSeen) > 0 && now.Sub(w.leadSeen[0].at) > leadMemory {
 		w.leadSeen = w.leadSeen[1:]
 	}
-	want, obs, lateN := leadMargin(w.leadSeen, now, cur.marge, w.cfg.MaxLead)
+	want, obs, lateN := leadMargin(w.leadSeen, now, cur.margin, w.cfg.MaxLead)
 	rate := sampleRate(w.leadSeen, now)
 	renew := cur.sampleLeft < leadSampleLease/2 || rate > 2*cur.sampleRate || rate < cur.sampleRate/2
-	if want == cur.marge && cur.grens == w.cfg.MaxLead && cur.maxWait == w.cfg.MaxWait && !cur.hoogPending && !renew {
+	if want == cur.margin && cur.bound == w.cfg.MaxLead && cur.maxWait == w.cfg.MaxWait && !cur.loweringUndated && !renew {
 		w.m.leadMargin.Set(cur.held.Seconds())
 		return nil
 	}
@@ -136,9 +134,9 @@ func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, 
 		return fmt.Errorf("lead margin: %w", err)
 	}
 	w.dirty = true
-	if want != cur.marge {
+	if want != cur.margin {
 		w.log.Info("tsreg lead margin changed: the horizon is held back by the lead bijhouding's tsreg may have on its transaction's start",
-			slog.Duration("margin", want), slog.Duration("was", cur.marge), slog.Int("leads", obs), slog.Int("late", lateN),
+			slog.Duration("margin", want), slog.Duration("was", cur.margin), slog.Int("leads", obs), slog.Int("late", lateN),
 			slog.Duration("max_lead", w.cfg.MaxLead))
 	}
 	w.m.leadMargin.Set(max(want, cur.held).Seconds())
@@ -152,56 +150,51 @@ func (w *openWork) tookIn(n int) {
 	}
 }
 
-// leadMargin is the margin the leads seen call for, given the current one (marge) and the
-// bound: the leadQuantile of the leads of leadWindow (of more, up to leadMemory, while they are
-// fewer than leadMinObservations), each sample weighing for the registrations it stands for,
-// plus leadSlack. It is raised only when at least leadMinLate of them were late (beyond
-// marge), lowered only on leadMinObservations, and never above maxLead. It also returns how
-// many leads it weighed and how many of those were late.
-func leadMargin(seen []leadSeen, now time.Time, marge, maxLead time.Duration) (want time.Duration, obs, late int) {
-	type lead struct {
-		d time.Duration
-		w float64
-	}
-	var leads []lead
-	total := 0.0
+// leadMargin is the margin the leads seen call for, given the current one (margin) and the
+// bound: the highest lead of leadWindow (of more, up to leadMemory, while they are fewer than
+// leadMinObservations), late or sampled, plus leadCushion. It is raised only when at least
+// leadMinLate of them were late (beyond margin), lowered only on leadMinObservations and when
+// it falls by a fifth at least (a margin is kept while the leads stay near it), and never above
+// maxLead. It also returns how many leads it
+// weighed and how many of those were late.
+func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration) (want time.Duration, obs, late int) {
+	highest := time.Duration(math.MinInt64)
 	for i := len(seen) - 1; i >= 0; i-- {
 		s := seen[i]
-		if now.Sub(s.at) > leadWindow && len(leads) >= leadMinObservations {
+		if now.Sub(s.at) > leadWindow && obs >= leadMinObservations {
 			break
 		}
 		for _, d := range s.late {
-			leads = append(leads, lead{d, 1})
-			total++
-			if d > marge {
+			obs++
+			highest = max(highest, d)
+			if d > margin {
 				late++
 			}
 		}
-		w := 1 / max(s.rate, 1e-3)
 		for _, d := range s.samples {
-			leads = append(leads, lead{d, w})
-			total += w
+			obs++
+			highest = max(highest, d)
 		}
 	}
-	if len(leads) == 0 {
-		return marge, 0, 0
+	if obs == 0 {
+		return margin, 0, 0
 	}
-	slices.SortFunc(leads, func(a, b lead) int { return cmp.Compare(a.d, b.d) })
-	q, acc := leads[len(leads)-1].d, 0.0
-	for _, l := range leads {
-		if acc += l.w; acc >= leadQuantile*total {
-			q = l.d
-			break
-		}
-	}
-	target := min(maxLead, max(0, q+leadSlack))
+	target := min(maxLead, max(0, highest+leadCushion(highest)))
 	switch {
-	case target > marge && late >= leadMinLate:
-		return target, len(leads), late
-	case target < marge && len(leads) >= leadMinObservations && (target <= marge*4/5 || marge-target >= 10*time.Millisecond):
-		return target, len(leads), late
+	case target > margin && late >= leadMinLate:
+		return target, obs, late
+	case target <= margin*4/5 && obs >= leadMinObservations:
+		return target, obs, late
 	}
-	return marge, len(leads), late
+	return margin, obs, late
+}
+
+// leadCushion is what the margin keeps above the highest lead seen: a tenth of it, at least
+// leadSlack (leads jitter by about a millisecond) and at most 25 ms (every handeling waits for
+// it), for the time between an application server's reading its clock and its BEGIN, which
+// varies with its load.
+func leadCushion(lead time.Duration) time.Duration {
+	return min(max(leadSlack, lead/10), 25*time.Millisecond)
 }
 
 // sampleRate is the sample rate that gives about leadSamplesPerSecond samples a second at the

@@ -15,15 +15,15 @@ import (
 // over when they do not (yield) and at shutdown (release), and fences each round's commit.
 // The rounds read only its epoch; everything else about leadership happens here.
 type elector struct {
-	lease     *lease
-	wartezeit time.Duration
-	log       *slog.Logger
-	m         *metrics
+	lease        *lease
+	leaseTimeout time.Duration
+	log          *slog.Logger
+	m            *metrics
 
 	epoch atomic.Int64 // current lease epoch; 0 while follower
 	// stalledSince is when this process's rounds stopped succeeding (unix ns): the start of
 	// the round in progress, or of the first of a run of failed rounds; 0 while they succeed
-	// or it waits between successful rounds. A leader stalled for longer than wartezeit hands
+	// or it waits between successful rounds. A leader stalled for longer than the lease timeout hands
 	// its lease over (keep): alive is not the same as making progress.
 	stalledSince atomic.Int64
 	lastError    atomic.Pointer[string]
@@ -32,7 +32,7 @@ type elector struct {
 	cooldownUntil atomic.Int64
 	cancelRound   atomic.Pointer[context.CancelCauseFunc]
 	// now is the clock that stalls and the cooldown are judged by: time.Now when nil. Tests
-	// set their own, so that wartezeit passes without waiting for it.
+	// set their own, so that the lease timeout passes without waiting for it.
 	now func() time.Time
 }
 
@@ -45,7 +45,7 @@ func (e *elector) clock() time.Time {
 }
 
 // errStalled ends a round whose leader handed the lease over for lack of progress.
-var errStalled = errors.New("publicatie: no progress for wartezeit; lease handed over")
+var errStalled = errors.New("publicatie: no progress for the lease timeout; lease handed over")
 
 // current is the epoch this instance leads under, 0 while it follows.
 func (e *elector) current() int64 { return e.epoch.Load() }
@@ -103,11 +103,11 @@ func (e *elector) fence(ctx context.Context, q execer, epoch int64) error {
 
 // keep records polling activity while this instance leads and its rounds make progress, so
 // that a round waiting a little for the broker does not look like a dead leader, while a leader
-// whose rounds have not succeeded for wartezeit (stuck on a hung dependency, cut off from the
+// whose rounds have not succeeded for the lease timeout (stuck on a hung dependency, cut off from the
 // broker) hands the lease over instead of holding it alive and useless. It checks every
-// wartezeit/5 and returns when ctx ends.
+// the lease timeout/5 and returns when ctx ends.
 func (e *elector) keep(ctx context.Context) {
-	t := time.NewTicker(e.wartezeit / 5)
+	t := time.NewTicker(e.leaseTimeout / 5)
 	defer t.Stop()
 	var failing bool
 	for {
@@ -121,7 +121,7 @@ func (e *elector) keep(ctx context.Context) {
 }
 
 // check is one of keep's checks: while this instance leads, it yields if the rounds have
-// stalled for longer than wartezeit, else renews the lease and turns follower if another
+// stalled for longer than the lease timeout, else renews the lease and turns follower if another
 // instance took it. failing says whether the last renewal failed (it is logged once per run
 // of failures); check returns whether this one did.
 func (e *elector) check(ctx context.Context, failing bool) bool {
@@ -130,7 +130,7 @@ func (e *elector) check(ctx context.Context, failing bool) bool {
 		return failing
 	}
 	if since := e.stalledSince.Load(); since != 0 {
-		if stalled := e.clock().Sub(time.Unix(0, since)); stalled > e.wartezeit {
+		if stalled := e.clock().Sub(time.Unix(0, since)); stalled > e.leaseTimeout {
 			e.yield(ctx, epoch, stalled)
 			return failing
 		}
@@ -157,12 +157,12 @@ func (e *elector) check(ctx context.Context, failing bool) bool {
 
 // yield hands the lease of epoch over because this leader's rounds have made no progress for
 // stalled: it stops leading at once, ends the round in progress, frees the lease for a
-// follower's next check and does not take it back for wartezeit.
+// follower's next check and does not take it back for the lease timeout.
 func (e *elector) yield(ctx context.Context, epoch int64, stalled time.Duration) {
 	if !e.lose(epoch) {
 		return
 	}
-	e.cooldownUntil.Store(e.clock().Add(e.wartezeit).UnixNano())
+	e.cooldownUntil.Store(e.clock().Add(e.leaseTimeout).UnixNano())
 	e.m.yields.Inc()
 	if cancel := e.cancelRound.Load(); cancel != nil {
 		(*cancel)(errStalled)
@@ -171,16 +171,16 @@ func (e *elector) yield(ctx context.Context, epoch int64, stalled time.Duration)
 	if err := e.lastError.Load(); err != nil {
 		lastErr = *err
 	}
-	e.log.Warn("rounds made no progress for wartezeit; handing the lease over", slog.Int64("epoch", epoch),
-		slog.Duration("stalled_for", stalled.Round(time.Millisecond)), slog.Duration("wartezeit", e.wartezeit),
+	e.log.Warn("rounds made no progress for the lease timeout; handing the lease over", slog.Int64("epoch", epoch),
+		slog.Duration("stalled_for", stalled.Round(time.Millisecond)), slog.Duration("lease_timeout", e.leaseTimeout),
 		slog.String("last_error", lastErr))
 	// The release is bounded by the session's timeouts; if the database is what hangs, the
-	// lease simply expires wartezeit after the last renewal.
+	// lease simply expires the lease timeout after the last renewal.
 	go func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := e.lease.release(rctx, epoch); err != nil {
-			e.log.Warn("could not hand the lease over; a follower takes over after wartezeit", slog.Any("error", err))
+			e.log.Warn("could not hand the lease over; a follower takes over after the lease timeout", slog.Any("error", err))
 		}
 	}()
 }
@@ -204,7 +204,7 @@ func (e *elector) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.lease.release(ctx, epoch); err != nil {
-		e.log.Warn("could not hand the lease over; a follower takes over after wartezeit", slog.Any("error", err))
+		e.log.Warn("could not hand the lease over; a follower takes over after the lease timeout", slog.Any("error", err))
 		return
 	}
 	e.log.Info("lease handed over", slog.Int64("epoch", epoch))

@@ -39,16 +39,16 @@ func (c *testClock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-const testWartezeit = 10 * time.Second
+const testLeaseTimeout = 10 * time.Second
 
 // newTestElector is instance holder's elector in cluster on db, on clock.
 func newTestElector(db *sqlx.DB, cluster, holder string, clock *testClock) *elector {
 	return &elector{
-		lease:     &lease{db: db, cluster: cluster, holder: holder, wartezeit: testWartezeit},
-		wartezeit: testWartezeit,
-		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		m:         newMetrics(nil),
-		now:       clock.now,
+		lease:        &lease{db: db, cluster: cluster, holder: holder, leaseTimeout: testLeaseTimeout},
+		leaseTimeout: testLeaseTimeout,
+		log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		m:            newMetrics(nil),
+		now:          clock.now,
 	}
 }
 
@@ -78,7 +78,7 @@ func leaseOf(t *testing.T, e *elector) handeling.Lease {
 	return s
 }
 
-// silence sets the cluster's heartbeat back by more than wartezeit on the database clock, as
+// silence sets the cluster's heartbeat back by more than the lease timeout on the database clock, as
 // if its holder had stopped renewing.
 func silence(t *testing.T, db *sqlx.DB, cluster string) {
 	t.Helper()
@@ -133,7 +133,7 @@ func TestElectorAcquireRace(t *testing.T) {
 }
 
 // A round's fence fails with ErrLostLease once another instance took the lease (its holder
-// was silent for wartezeit); the new holder's fence passes, and the old leader's next check
+// was silent for the lease timeout); the new holder's fence passes, and the old leader's next check
 // turns it follower.
 func TestElectorFenceAfterTakeover(t *testing.T) {
 	db, _, a, b := electors(t, "fence")
@@ -197,9 +197,9 @@ func TestElectorFenceHoldsOffATakeover(t *testing.T) {
 	}
 }
 
-// A leader whose rounds make no progress for wartezeit (its clock, not the database's) hands
+// A leader whose rounds make no progress for the lease timeout (its clock, not the database's) hands
 // the lease over: it stops leading, its round in progress ends with errStalled, the lease is
-// free for a follower at once, and it does not take the lease back for wartezeit. A round
+// free for a follower at once, and it does not take the lease back for the lease timeout. A round
 // that succeeds in time keeps the lease.
 func TestElectorYieldsOnStall(t *testing.T) {
 	_, clock, a, b := electors(t, "stall")
@@ -209,29 +209,29 @@ func TestElectorYieldsOnStall(t *testing.T) {
 	// Progress: a round that succeeds clears the stall, however long ago the last one began.
 	_, cancel := context.WithCancelCause(ctx)
 	done := a.roundStarting(cancel)
-	clock.advance(testWartezeit / 2)
+	clock.advance(testLeaseTimeout / 2)
 	a.check(ctx, false)
 	done(nil)
-	clock.advance(2 * testWartezeit)
+	clock.advance(2 * testLeaseTimeout)
 	a.check(ctx, false)
 	if a.current() != ea {
 		t.Fatalf("a leader with progress: epoch %d, want %d", a.current(), ea)
 	}
 
-	// A stall: the round runs and fails for longer than wartezeit.
+	// A stall: the round runs and fails for longer than the lease timeout.
 	roundCtx, cancel := context.WithCancelCause(ctx)
 	done = a.roundStarting(cancel)
 	done(errors.New("broker hangs"))
 	done = a.roundStarting(cancel)
-	clock.advance(testWartezeit)
+	clock.advance(testLeaseTimeout)
 	a.check(ctx, false)
 	if a.current() != ea {
-		t.Fatal("a yielded at wartezeit, want only after it")
+		t.Fatal("a yielded at the lease timeout, want only after it")
 	}
 	clock.advance(time.Millisecond)
 	a.check(ctx, false)
 	if a.current() != 0 {
-		t.Fatal("a still leads after a stall longer than wartezeit")
+		t.Fatal("a still leads after a stall longer than the lease timeout")
 	}
 	if got := context.Cause(roundCtx); !errors.Is(got, errStalled) {
 		t.Fatalf("the round in progress ended with %v, want errStalled", got)
@@ -240,7 +240,7 @@ func TestElectorYieldsOnStall(t *testing.T) {
 		t.Fatalf("yields %v, want 1", got)
 	}
 	done(context.Cause(roundCtx))
-	// The release runs beside the check; b takes the lease without waiting for wartezeit.
+	// The release runs beside the check; b takes the lease without waiting for the lease timeout.
 	var eb int64
 	brptest.Eventually(t, 10*time.Second, func() error {
 		if eb = mustAcquire(t, b); eb == 0 {
@@ -251,12 +251,12 @@ func TestElectorYieldsOnStall(t *testing.T) {
 	if eb != ea+1 {
 		t.Fatalf("b's epoch %d, want %d", eb, ea+1)
 	}
-	// a cools down for wartezeit: even a free lease is left to the others.
+	// a cools down for leaseTimeout: even a free lease is left to the others.
 	b.release()
 	if epoch := mustAcquire(t, a); epoch != 0 {
 		t.Fatalf("a took the lease back during its cooldown: epoch %d", epoch)
 	}
-	clock.advance(testWartezeit)
+	clock.advance(testLeaseTimeout)
 	if epoch := mustAcquire(t, a); epoch != eb+1 {
 		t.Fatalf("a after its cooldown: epoch %d, want %d", epoch, eb+1)
 	}

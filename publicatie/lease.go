@@ -21,10 +21,10 @@ var ErrLostLease = errors.New("publicatie: lease lost")
 // handeling's Lease*SQL) and judged by the database clock only. The epoch grows by one on every
 // takeover; a round commits only if the epoch it was started under is still the current one.
 type lease struct {
-	db        *sqlx.DB
-	cluster   string
-	holder    string
-	wartezeit time.Duration
+	db           *sqlx.DB
+	cluster      string
+	holder       string
+	leaseTimeout time.Duration
 }
 
 // ensureRow creates the cluster's row if it is missing. Where it exists and a round holds it
@@ -38,7 +38,7 @@ func (l *lease) ensureRow(ctx context.Context, q execer) error {
 }
 
 // acquire takes the lease if it is free or its holder has been silent for longer than
-// wartezeit. It returns the new epoch, or 0 if another instance holds the lease. The row lock
+// the lease timeout. It returns the new epoch, or 0 if another instance holds the lease. The row lock
 // makes simultaneous attempts take turns, so two instances starting together cannot both win.
 func (l *lease) acquire(ctx context.Context) (int64, error) {
 	tx, err := l.db.BeginTxx(ctx, nil)
@@ -58,7 +58,7 @@ func (l *lease) acquire(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var epoch int64
-	err = tx.GetContext(ctx, &epoch, handeling.LeaseAcquireSQL, l.cluster, l.holder, l.wartezeit.Seconds())
+	err = tx.GetContext(ctx, &epoch, handeling.LeaseAcquireSQL, l.cluster, l.holder, l.leaseTimeout.Seconds())
 	if errors.Is(err, sql.ErrNoRows) || dbsession.IsLockTimeout(err) {
 		return 0, nil
 	}
@@ -90,7 +90,7 @@ type execer interface {
 }
 
 // release hands the lease over at once (clean shutdown, or a yield): without a holder it is
-// free for a follower's next acquire, which need not wait wartezeit. The heartbeat records the
+// free for a follower's next acquire, which need not wait the lease timeout. The heartbeat records the
 // moment of the hand-over, the cluster's last activity until a follower takes over: what
 // operators see (publicatie status, the status page). It once went to '-infinity', and they
 // read "last activity never" after every clean handover.

@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_leader",
 			Help: "1 while this process holds its cluster's lease (or runs standalone), else 0."}),
 		yields: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "lease_yields_total",
-			Help: "Times this process handed its lease over because its rounds made no progress for wartezeit."}),
+			Help: "Times this process handed its lease over because its rounds made no progress for the lease timeout."}),
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "reconnects_total",
 			Help: "Outages of a dependency seen by this process (database or broker)."}, []string{"dependency"}),
 		taken: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_view_taken_total",

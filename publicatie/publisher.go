@@ -86,8 +86,8 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 		cfg: cfg,
 		db:  db,
 		log: log,
-		lead: &elector{lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, wartezeit: cfg.Wartezeit},
-			wartezeit: cfg.Wartezeit, log: log, m: m},
+		lead: &elector{lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, leaseTimeout: cfg.LeaseTimeout},
+			leaseTimeout: cfg.LeaseTimeout, log: log, m: m},
 		work:   newOpenWork(cfg, m, log),
 		wake:   make(chan struct{}, 1),
 		m:      m,
@@ -146,47 +146,18 @@ func (p *Publisher) Run(ctx context.Context) error {
 	}
 	p.checkHorizonPrivilege(ctx)
 	p.log.Info("publisher started", slog.Duration("delay", p.cfg.Delay), slog.Int("limit", p.cfg.Limit),
-		slog.Int("max_in_levering", p.cfg.MaxInLevering), slog.Duration("wartezeit", p.cfg.Wartezeit),
+		slog.Int("max_in_levering", p.cfg.MaxInLevering), slog.Duration("lease_timeout", p.cfg.LeaseTimeout),
 		slog.String("queue", p.cfg.Queue))
-	var failing error
-	retry := backoff.New(100*time.Millisecond, 10*time.Second)
+	loop := roundLoop{retry: backoff.New(100*time.Millisecond, 10*time.Second)}
 	for ctx.Err() == nil {
 		p.checkFuture(ctx)
 		more, sleep, err := p.step(ctx)
-		wait := p.cfg.Delay
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return nil
-		case err != nil && dbsession.IsDeadlock(err):
-			// The database broke a cycle of lock waits by ending this round: the other session
-			// (an operator's transaction, DDL) goes on, and the round can run again at once.
-			// No outage: nothing is counted as one, and the detection itself took
-			// deadlock_timeout, so this never spins. Rounds take their locks in an order a
-			// REINDEX cannot cross (locks.go).
-			p.log.Warn("publication round ended by a deadlock with another session's locks; running it again",
-				slog.Any("error", err), slog.String("detail", dbsession.DeadlockDetail(err)))
+		}
+		wait, again := p.next(&loop, more, sleep, err)
+		if again {
 			continue
-		case err != nil:
-			if failing == nil {
-				p.log.Error("publication round failed, retrying", slog.String("dependency", dependency(err)), slog.Any("error", err))
-				if d := dependency(err); d != "publicatie" {
-					p.m.reconnects.WithLabelValues(d).Inc()
-				}
-			}
-			failing = err
-			wait = min(retry.Next(), p.cfg.Delay)
-		default:
-			if failing != nil {
-				p.log.Info("publication rounds succeed again", slog.String("after_error", failing.Error()))
-				failing = nil
-			}
-			retry.Reset()
-			if more && !p.cfg.FixedDelay {
-				continue
-			}
-			if !sleep && !p.cfg.FixedDelay {
-				wait = busyPoll // work in levering, or just found: look again soon (round.sleeping)
-			}
 		}
 		// Wake-ups are for the leader; a follower only checks the lease every poll interval.
 		wake := p.wake
@@ -202,12 +173,57 @@ func (p *Publisher) Run(ctx context.Context) error {
 	return nil
 }
 
+// roundLoop is what Run remembers between rounds: the failure being retried, and the wait
+// before the next try.
+type roundLoop struct {
+	failing error
+	retry   *backoff.Backoff
+}
+
+// next says, after a round that returned more, sleep and err, how long to wait before the next
+// one, or that it follows at once (again). A failure is logged once until rounds succeed again.
+func (p *Publisher) next(l *roundLoop, more, sleep bool, err error) (wait time.Duration, again bool) {
+	switch {
+	case err != nil && dbsession.IsDeadlock(err):
+		// The database broke a cycle of lock waits by ending this round: the other session
+		// (an operator's transaction, DDL) goes on, and the round can run again at once.
+		// No outage: nothing is counted as one, and the detection itself took
+		// deadlock_timeout, so this never spins. Rounds take their locks in an order a
+		// REINDEX cannot cross (locks.go).
+		p.log.Warn("publication round ended by a deadlock with another session's locks; running it again",
+			slog.Any("error", err), slog.String("detail", dbsession.DeadlockDetail(err)))
+		return 0, true
+	case err != nil:
+		if l.failing == nil {
+			p.log.Error("publication round failed, retrying", slog.String("dependency", dependency(err)), slog.Any("error", err))
+			if d := dependency(err); d != "publicatie" {
+				p.m.reconnects.WithLabelValues(d).Inc()
+			}
+		}
+		l.failing = err
+		return min(l.retry.Next(), p.cfg.Delay), false
+	}
+	if l.failing != nil {
+		p.log.Info("publication rounds succeed again", slog.String("after_error", l.failing.Error()))
+		l.failing = nil
+	}
+	l.retry.Reset()
+	switch {
+	case p.cfg.FixedDelay:
+		return p.cfg.Delay, false
+	case more:
+		return 0, true
+	case !sleep:
+		return busyPoll, false // work in levering, or just found: look again soon (round.sleeping)
+	}
+	return p.cfg.Delay, false
+}
+
 // checkHorizonPrivilege warns when this role cannot see other roles' transactions in
 // pg_stat_activity: the horizon would then miss a late bijhouding transaction of another role.
 func (p *Publisher) checkHorizonPrivilege(ctx context.Context) {
 	var ok bool
-	err := p.db.GetContext(ctx, &ok, `select rolsuper or pg_has_role(current_user, 'pg_read_all_stats', 'member')
-		from pg_roles where rolname = current_user`)
+	err := p.db.GetContext(ctx, &ok, horizonPrivilegeSQL)
 	if err == nil && !ok {
 		p.log.Warn("this database role cannot see other roles' transactions; grant pg_read_all_stats to it, " +
 			"or a bijhouding transaction that commits late may be overtaken")
@@ -253,7 +269,7 @@ func (p *Publisher) listen(ctx context.Context) {
 
 // pollInterval is how often a follower checks whether the lease is free.
 func (p *Publisher) pollInterval() time.Duration {
-	return min(p.cfg.Delay, p.cfg.Wartezeit/5)
+	return min(p.cfg.Delay, p.cfg.LeaseTimeout/5)
 }
 
 // step takes the lease if it can and, as leader, runs one round. more says another round

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/brptest"
 )
 
 // TestSelectionMatchesReferenceOnRandomHistories runs random histories (registrations with
@@ -111,6 +112,7 @@ func TestSelectionKeepsOrderWithASmallView(t *testing.T) {
 // runHistories runs BRP_REFERENCE_SEEDS (default 24) random histories of a publisher
 // configured by base and checked by h.round, each begun by setup (nil: none).
 func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, small bool, setup func(*history)) {
+	brptest.NeedsServices(t)
 	seeds := uint64(24)
 	if n, err := strconv.ParseUint(os.Getenv("BRP_REFERENCE_SEEDS"), 10, 64); err == nil {
 		seeds = n // more histories on request, for a longer search

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -189,7 +190,11 @@ func TestRoundLocksItsTablesFirst(t *testing.T) {
 	}
 	wantIDs(t, "the stale one again, then 2 and 3", e.round(), 1, 2, 3)
 	var want []string
-	for _, f := range strings.Split(strings.TrimPrefix(strings.SplitN(roundLocksSQL, " in row exclusive mode", 2)[0], "lock table "), ",") {
+	m := regexp.MustCompile(`(?s)lock table (.+?) in row exclusive mode`).FindStringSubmatch(roundLocksSQL)
+	if m == nil {
+		t.Fatalf("roundLocksSQL locks no table: %s", roundLocksSQL)
+	}
+	for _, f := range strings.Split(m[1], ",") {
 		want = append(want, strings.TrimSpace(f))
 	}
 	slices.Sort(want)

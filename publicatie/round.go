@@ -39,8 +39,8 @@ type round struct {
 	msgs                []broker.Message
 	sent                []int64
 
-	st    toestand // as read with the horizon
-	sleep bool     // the publisher may wait for a notification after this round (sleeping)
+	st    roundState // as read with the horizon
+	sleep bool       // the publisher may wait for a notification after this round (sleeping)
 }
 
 // round runs one round under epoch (0: standalone) and returns how many handelingen it
@@ -96,19 +96,19 @@ const busyPoll = 5 * time.Millisecond
 // listens: slaapt stays false.
 func (p *Publisher) sleeping(ctx context.Context, r *round) error {
 	busy := len(r.keep) > 0 || len(r.stale) > 0 || r.taken > 0 || r.inLevering > 0 || r.intakeFull || p.cfg.FixedDelay
-	want := r.st.slaapt
+	want := r.st.sleeping
 	switch {
 	case busy:
 		want = false
-	case !r.st.slaapt:
+	case !r.st.sleeping:
 		want = true
 	default:
 		r.sleep = !r.st.older
 	}
-	if want == r.st.slaapt {
+	if want == r.st.sleeping {
 		return nil
 	}
-	if _, err := r.q.ExecContext(ctx, slaaptSQL, want); err != nil {
+	if _, err := r.q.ExecContext(ctx, sleepingSQL, want); err != nil {
 		return dbErr(fmt.Errorf("publicatie_toestand: %w", err))
 	}
 	p.work.dirty = true
@@ -131,8 +131,8 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	}
 	r.tx, r.q = tx, p.stmts.In(tx.Tx)
 	// A leader frozen inside a round must not hold its row locks forever: the database ends
-	// the session, and with it the round, after wartezeit.
-	if _, err := r.q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.Wartezeit.Milliseconds(), 10)); err != nil {
+	// the session, and with it the round, after the lease timeout.
+	if _, err := r.q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.LeaseTimeout.Milliseconds(), 10)); err != nil {
 		return r, dbErr(err)
 	}
 	if err := lockRoundTables(ctx, r.q); err != nil {
@@ -165,9 +165,16 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 			return r, err
 		}
 	}
+	return r, p.choose(ctx, r, v)
+}
+
+// choose decides what the round publishes from the view v: the oldest ready handelingen none of
+// whose persons is blocked (in levering, or recorded since the intake), in groups, up to the
+// budget.
+func (p *Publisher) choose(ctx context.Context, r *round, v *view) error {
 	blocked, err := readBlocked(ctx, r.q, p.cfg.FoutPolicy == handeling.Strict)
 	if err != nil {
-		return r, dbErr(err)
+		return dbErr(err)
 	}
 	r.candidates = v.readyCandidates(window(r.budget), blocked)
 	heads := Select(r.candidates, blocked, r.budget)
@@ -175,7 +182,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	for _, g := range r.groups {
 		r.keep = append(r.keep, g...)
 	}
-	return r, nil
+	return nil
 }
 
 // mark sets the kept handelingen in_levering and touches the stale ones, and encodes the

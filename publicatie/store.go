@@ -34,14 +34,14 @@ import (
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
-func readHorizon(ctx context.Context, q querier) (h time.Time, st toestand, err error) {
-	var marge, grens, held, maxWait, sampleRate, sampleLeft float64
+func readHorizon(ctx context.Context, q querier) (h time.Time, st roundState, err error) {
+	var margin, bound, held, maxWait, sampleRate, sampleLeft float64
 	var holder sql.NullFloat64
-	if err := q.QueryRowContext(ctx, horizonSQL).Scan(&h, &marge, &grens, &held, &maxWait, &st.lead.hoogPending, &sampleRate, &sampleLeft,
-		&st.slaapt, &st.older, &st.wait.seconds, &holder); err != nil {
+	if err := q.QueryRowContext(ctx, horizonSQL).Scan(&h, &margin, &bound, &held, &maxWait, &st.lead.loweringUndated, &sampleRate, &sampleLeft,
+		&st.sleeping, &st.older, &st.wait.seconds, &holder); err != nil {
 		return h, st, fmt.Errorf("read horizon: %w", err)
 	}
-	st.lead.marge, st.lead.grens, st.lead.held, st.lead.maxWait = seconds(marge), seconds(grens), seconds(held), seconds(maxWait)
+	st.lead.margin, st.lead.bound, st.lead.held, st.lead.maxWait = seconds(margin), seconds(bound), seconds(held), seconds(maxWait)
 	st.lead.sampleRate, st.lead.sampleLeft = sampleRate, seconds(sampleLeft)
 	st.wait.holder = holder.Float64
 	return h, st, nil
@@ -51,11 +51,11 @@ func readHorizon(ctx context.Context, q querier) (h time.Time, st toestand, err 
 // registrations wake the publisher (slaapt), whether a transaction that may still register a
 // handeling began before the round did (older: it may have read slaapt before the round's
 // predecessor changed it), and what the horizon waits for.
-type toestand struct {
-	lead   leadRow
-	slaapt bool
-	older  bool
-	wait   horizonWait
+type roundState struct {
+	lead     leadRow
+	sleeping bool
+	older    bool
+	wait     horizonWait
 }
 
 // horizonWait is how far the horizon lies behind the database clock (seconds: the margin and
@@ -72,31 +72,6 @@ type horizonWait struct {
 // other half covers the time between a round's clock reading and its look at
 // pg_stat_activity, and a commit's becoming visible.
 const LateWriterGrace = time.Second
-
-// horizonSQL computes the horizon and reads publicatie_toestand: a transaction begun before
-// hoog_tot (a lowering of the margin committed after it began) may have compared its leads with
-// the higher margin (hoog), which holds it back. hoog_tot 'infinity' says a lowering committed
-// that no round has dated yet: every transaction is held back by hoog until the round sets it.
-const horizonSQL = `
-		select least(clock_timestamp(), o.start) - case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end,
-			extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8,
-			extract(epoch from case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end)::float8,
-			extract(epoch from v.max_wait)::float8, v.hoog_tot = 'infinity', v.lead_sample_rate,
-			greatest(extract(epoch from v.lead_sample_until) - extract(epoch from clock_timestamp()), 0)::float8,
-			v.slaapt, coalesce(o.start < now(), false),
-			extract(epoch from clock_timestamp() - least(clock_timestamp(), o.start)
-				+ case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end)::float8,
-			extract(epoch from clock_timestamp() - o.start)::float8
-		from (
-			select min(xact_start) as start from publicatie_horizon where holds
-		) o cross join (
-			select coalesce(max(marge), '0') as marge, coalesce(max(grens), '0') as grens,
-				coalesce(max(hoog), '0') as hoog, coalesce(max(hoog_tot), '-infinity') as hoog_tot,
-				coalesce(max(max_wait), '2 s') as max_wait, coalesce(max(lead_sample_rate), 0) as lead_sample_rate,
-				coalesce(max(lead_sample_until), '-infinity') as lead_sample_until,
-				coalesce(bool_or(slaapt), true) as slaapt
-			from publicatie_toestand
-		) v`
 
 // readLatePersons empties publicatie_laat_personen and returns its handelingen: persons
 // bijhouding added to them after they were delivered (migration 0011), which nothing can undo,
@@ -122,33 +97,12 @@ func readLatePersons(ctx context.Context, q querier) ([]int64, error) {
 	return out, nil
 }
 
-const latePersonsSQL = `
-		with a as (delete from publicatie_laat_personen returning admhnd_id),
-		b as (delete from publicatie_ingehaald returning admhnd_id)
-		select admhnd_id from a union select admhnd_id from b order by 1`
-
 // querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
-
-// roundSQL are the statements of a round that run prepared (see package prepared); not
-// intakeSQL, whose plan depends on its exclusion list.
-var roundSQL = []string{handeling.LeaseRenewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
-	foutChangesSQL, blockedSQL, touchStaleSQL, markSQL, latePersonsSQL}
-
-// roundTimeoutSQL lowers the transaction's idle_in_transaction_session_timeout to $1 ms where
-// the session's is longer or off, and turns JIT compilation off for the round: its statements
-// are short, but with large handelingen (or statistics that think so) the intake's estimate
-// passed jit_above_cost and every round spent 155 ms compiling a 1 ms query (measured,
-// TestViewBoundedInBytes).
-const roundTimeoutSQL = `
-		select set_config('idle_in_transaction_session_timeout',
-			(select case when setting::bigint = 0 then $1 else least(setting::bigint, $1) end
-			 from pg_settings where name = 'idle_in_transaction_session_timeout')::text, true),
-			set_config('jit', 'off', true)`
 
 // intakeRow is a (handeling, person) row of the intake, ordered by handeling.
 type intakeRow struct {
@@ -211,61 +165,6 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 	return out, false, nil
 }
 
-// intakeSQL is readIntake's query for any exclusion list ($6). It is not prepared (roundSQL):
-// lib/pq has it planned with its parameters on every call, so the planner can prove from the
-// list whether admhnd_te_leveren_zonder_iv_idx applies.
-//
-// The persons are read per handeling through a lateral subquery that the planner cannot
-// flatten (offset 0): one index probe per handeling, whatever the statistics say. Left to
-// itself, the planner hashes all of admhnd_persoon while the table is small. The handelingen
-// recorded in publicatie_nakomer are looked up the same way: joined, with statistics taken
-// while nothing was open, they were found by reading every open handeling (48 ms per round
-// with 200,000 open; TestRoundFindsRowsByID).
-var intakeSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedSQL("$6"))
-
-// intakeDefaultSQL is intakeSQL for the default exclusion, with that soort written in
-// (handeling.NotExcludedDefaultSQL): the index's own predicate, so that also the generic plan
-// of the prepared statement uses the index (with soort <> all($5) it sorted every candidate
-// instead: measured). It is a constant, never input.
-var intakeDefaultSQL = fmt.Sprintf(intakeTemplate, handeling.NotExcludedDefaultSQL)
-
-// The records of publicatie_nakomer are deleted skipping rows another transaction holds (a
-// trigger recording a handeling already recorded updates its row until it commits): such a
-// record stays for a later round, and the round never waits for bijhouding or a consumer. $5
-// are the handelingen the previous round could not mark (openWork.recheck), looked up the same
-// way.
-var intakeTemplate = `
-		with n as (
-			delete from publicatie_nakomer
-			where admhnd_id in (select admhnd_id from publicatie_nakomer for update skip locked)
-			returning admhnd_id
-		), m as (
-			select admhnd_id from n union select unnest($5::bigint[])
-		), c as (
-			select id, tsreg from admhnd
-			where statuslev is null and %[1]s and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)
-			  and ` + handeling.TsregAcceptedSQL + `
-			order by tsreg, id
-			limit $4
-		), s as (
-			select coalesce(max(tsreg), $2::timestamptz) as tsreg,
-			       coalesce(max(id) filter (where tsreg = (select max(tsreg) from c)), $3::bigint) as id
-			from c
-		), l as (
-			select a.id, a.tsreg from m cross join lateral (
-				select id, tsreg, statuslev, soort from admhnd where id = m.admhnd_id offset 0) a, s
-			where a.statuslev is null and %[1]s and (a.tsreg, a.id) <= (s.tsreg, s.id)
-			  and ` + handeling.TsregAcceptedOn("a.tsreg") + `
-		), cl as (
-			select id, tsreg, false as nakomer from c
-			union all
-			select id, tsreg, true from l
-		)
-		select cl.id, cl.tsreg, p.persoon_id, cl.nakomer
-		from cl left join lateral (
-			select distinct persoon_id from admhnd_persoon where admhnd_id = cl.id offset 0) p on true
-		order by cl.tsreg, cl.id, cl.nakomer, p.persoon_id`
-
 // readBlocked returns the persons blocked now apart from those a fout holds (holds, kept by
 // the view): of the handelingen in levering, of those recorded in publicatie_nakomer since
 // the round's intake read it, and, under the strict policy, of those recorded in
@@ -296,23 +195,6 @@ func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{
 	return blocked, nil
 }
 
-// blockedSQL reads readBlocked's persons, one index probe per handeling. All of them, not only
-// the candidates' persons: in a prepared plan a filter "= any($array)" is a linear search per
-// row, which a handeling of 100,000 persons in flight would turn into 10^8 comparisons per
-// round. Its cost is bounded by what the service puts in levering (MaxInLevering) and by what
-// was recorded since the last round, never by the fout handelingen.
-var blockedSQL = `
-		select distinct p.persoon_id
-		from (
-			select id from admhnd
-			where statuslev = ` + handeling.InLeveringSQL + `
-			union all
-			select admhnd_id from publicatie_nakomer
-			union all
-			select admhnd_id from publicatie_fout_changes where $1
-		) a cross join lateral (
-			select persoon_id from admhnd_persoon where admhnd_id = a.id offset 0) p`
-
 // readHolds reads every unreleased fout handeling with its persons: what a new view's holds
 // start from (the strict policy).
 func readHolds(ctx context.Context, q querier) (*holds, error) {
@@ -327,12 +209,6 @@ func readHolds(ctx context.Context, q querier) (*holds, error) {
 	return h, nil
 }
 
-var holdsSQL = `
-		select f.id, true, p.persoon_id
-		from (select id from admhnd where ` + handeling.UnreleasedFoutSQL + `) f
-		left join lateral (select distinct persoon_id from admhnd_persoon where admhnd_id = f.id offset 0) p on true
-		order by f.id, p.persoon_id`
-
 // readFoutChanges empties publicatie_fout_changes (migration 0014) and returns the fout state
 // of each handeling recorded there: whether it is an unreleased fout handeling now, with its
 // persons. Records another transaction holds (recording again what it changes) are skipped,
@@ -345,17 +221,6 @@ func readFoutChanges(ctx context.Context, q querier) ([]foutState, error) {
 	}
 	return states, nil
 }
-
-var foutChangesSQL = `
-		with d as (
-			delete from publicatie_fout_changes
-			where admhnd_id in (select admhnd_id from publicatie_fout_changes for update skip locked)
-			returning admhnd_id
-		)
-		select d.admhnd_id, coalesce(a.statuslev = ` + handeling.FoutSQL + ` and a.vrijgegeven is null, false), p.persoon_id
-		from d left join admhnd a on a.id = d.admhnd_id
-		left join lateral (select distinct persoon_id from admhnd_persoon where admhnd_id = d.admhnd_id offset 0) p on true
-		order by 1, 3`
 
 // readFoutStates runs a query of (id, held, persoon_id) rows ordered by handeling.
 func readFoutStates(ctx context.Context, q querier, query string) ([]foutState, error) {
@@ -394,8 +259,6 @@ func readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err er
 	return n, xor, nil
 }
 
-var holdsChecksumSQL = `select count(*), coalesce(bit_xor(id), 0) from admhnd where ` + handeling.UnreleasedFoutSQL
-
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
 // false when it was empty): registered late by a transaction that registered many (migrations
 // 0011, 0015), so the intake may have passed it. It also returns the leads of the handelingen
@@ -418,14 +281,6 @@ func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, s
 	return place{tsreg: tsreg.Time, id: id.Int64}, id.Valid, late, samples, nil
 }
 
-const herleesSQL = `
-		with d as (delete from publicatie_herlees returning tsreg, admhnd_id),
-		s as (delete from publicatie_lead_samples returning lead)
-		select o.tsreg, o.admhnd_id,
-			coalesce((select array_agg(extract(epoch from voorsprong)::float8) from publicatie_nakomer where voorsprong is not null), '{}'),
-			coalesce((select array_agg(extract(epoch from lead)::float8) from s), '{}')
-		from (select 1) x left join lateral (select tsreg, admhnd_id from d order by tsreg, admhnd_id limit 1) o on true`
-
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
 // the view holds when it and the database agree.
 func readChecksum(ctx context.Context, q querier, excluded []string, stand place) (n int, xor int64, err error) {
@@ -439,15 +294,6 @@ func readChecksum(ctx context.Context, q querier, excluded []string, stand place
 	return n, xor, nil
 }
 
-var (
-	checksumSQL        = fmt.Sprintf(checksumTemplate, handeling.NotExcludedSQL("$3"))
-	checksumDefaultSQL = fmt.Sprintf(checksumTemplate, handeling.NotExcludedDefaultSQL)
-)
-
-const checksumTemplate = `
-		select count(*), coalesce(bit_xor(id), 0) from admhnd
-		where statuslev is null and %s and (tsreg, id) <= ($1::timestamptz, $2::bigint) and ` + handeling.TsregAcceptedSQL
-
 // readStale returns up to limit handelingen that have been in levering for longer than
 // timeout (their message was lost or dead-lettered, so they are published again), and every
 // handeling in levering that shares a person with them, directly or through others: the rest
@@ -455,27 +301,6 @@ const checksumTemplate = `
 func readStale(ctx context.Context, q querier, timeout time.Duration, limit int) ([]Candidate, error) {
 	return readHandelingen(ctx, q, staleSQL, timeout.Seconds(), limit)
 }
-
-const staleSQL = `
-		with recursive s as (
-			select id from admhnd
-			where statuslev = ` + handeling.InLeveringSQL + ` and coalesce(tspub, '-infinity') < now() - make_interval(secs => $1)
-			order by tsreg, id
-			limit $2
-		), c(id) as (
-			-- Every handeling in levering that shares a person with one of them, and so on: a
-			-- group published earlier goes again whole, though the limit cut it.
-			select id from s
-			union
-			select op.admhnd_id
-			from c join admhnd_persoon cp on cp.admhnd_id = c.id
-			join admhnd_persoon op on op.persoon_id = cp.persoon_id and op.admhnd_id <> c.id
-			join admhnd a on a.id = op.admhnd_id and a.statuslev = ` + handeling.InLeveringSQL + `
-		)
-		select c.id, p.persoon_id
-		from c join admhnd a on a.id = c.id left join lateral (
-			select distinct persoon_id from admhnd_persoon where admhnd_id = c.id) p on true
-		order by a.tsreg, a.id, p.persoon_id`
 
 // readHandelingen runs a query of (id, persoon_id) rows ordered by handeling and groups them.
 func readHandelingen(ctx context.Context, q querier, query string, args ...any) ([]Candidate, error) {
@@ -508,8 +333,6 @@ func countInLevering(ctx context.Context, q querier) (int, error) {
 	return n, nil
 }
 
-const countInLeveringSQL = `select count(*) from admhnd where statuslev = ` + handeling.InLeveringSQL
-
 // addRow adds one (handeling, person) row of a query ordered by handeling.
 func addRow(cs []Candidate, id int64, persoon sql.NullInt64) []Candidate {
 	if len(cs) == 0 || cs[len(cs)-1].ID != id {
@@ -530,13 +353,6 @@ func touchStale(ctx context.Context, q querier, ids []int64) (map[int64]bool, er
 	return returningIDs(ctx, q, touchStaleSQL, ids)
 }
 
-const touchStaleSQL = `
-		update admhnd set tspub = now()
-		where id in (
-			select id from admhnd where id = any($1) and statuslev = ` + handeling.InLeveringSQL + `
-			for update skip locked)
-		returning id`
-
 // markInLevering sets the given handelingen in_levering where they are still NULL and returns
 // the ids it changed. A handeling a consumer already finished (a copy from a round whose
 // database commit failed) is not touched and must not be sent again. One that another session
@@ -546,20 +362,6 @@ const touchStaleSQL = `
 func markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
 	return returningIDs(ctx, q, markSQL, ids)
 }
-
-// markSQL finds its rows by id, never through the index of open work: it tests for a NULL
-// status as a coalesce with the empty string (the check constraint allows no empty status),
-// a form that index's predicate cannot match. With "statuslev is null" written out,
-// statistics taken while little was open (every row delivered at the last analyze, then a
-// bulk correction) made the planner scan all open work for the ids, every round: 27 ms per
-// round with 200,000 open; the benchmark's chain beside 200,000 background handelingen took
-// 12-20 s instead of 4 (TestRoundFindsRowsByID).
-const markSQL = `
-		update admhnd set statuslev = ` + handeling.InLeveringSQL + `, tspub = now()
-		where id in (
-			select id from admhnd where id = any($1) and coalesce(statuslev::text, '') = ''
-			for update skip locked)
-		returning id`
 
 // setBack sets handelingen this round marked in_levering back to be delivered: members of a
 // group after one that could not be marked. The update fires admhnd_teruggezet (migration
@@ -573,8 +375,6 @@ func setBack(ctx context.Context, q querier, ids []int64) error {
 	}
 	return nil
 }
-
-const setBackSQL = `update admhnd set statuslev = null, tspub = null where id = any($1) and statuslev = ` + handeling.InLeveringSQL
 
 func returningIDs(ctx context.Context, q querier, query string, ids []int64) (map[int64]bool, error) {
 	if len(ids) == 0 {
@@ -619,42 +419,3 @@ func refuseOddTsreg(ctx context.Context, q querier, excluded []string) ([]int64,
 	}
 	return ids, rows.Err()
 }
-
-var refuseOddTsregSQL = `
-		update admhnd set statuslev = ` + handeling.FoutSQL + `, foutreden = $1
-		where ` + handeling.ToDeliverSQL("$2") + `
-		  and not ` + handeling.TsregAcceptedSQL + `
-		returning id`
-
-// futureSQL reads, earliest first, up to $2 handelingen still to be delivered ($1: the
-// excluded soorten) registered in the future: a range at the end of the index of open work.
-// A tsreg outside the accepted range is the intake's to set fout (refuseOddTsreg), and could
-// not be read into a time.Time.
-var futureSQL = `
-		select id, tsreg, extract(epoch from tsreg - now())::float8 from admhnd
-		where ` + handeling.ToDeliverSQL("$1") + ` and ` + handeling.FutureSQL + ` and ` + handeling.TsregAcceptedSQL + `
-		order by tsreg, id
-		limit $2`
-
-// leadSQL sets the margin ($1 seconds), its bound ($2), the wait bound ($4) and the rate ($5)
-// at which the registration trigger samples leads, for $6 seconds from now. When the margin
-// changes, it keeps the lowest and the highest margin in force since the last change that is
-// less than $3 seconds old, until $3 seconds from now (sinds); a lowering leaves hoog_tot to
-// be dated by the next round ('infinity'), which sets it to its own start (after this commit).
-// The expressions read the row as it was.
-const leadSQL = `
-		update publicatie_toestand set
-			laag = case when make_interval(secs => $1) = marge then laag
-				else least(marge, make_interval(secs => $1), case when sinds > now() then laag else marge end) end,
-			hoog = case when make_interval(secs => $1) = marge then hoog
-				else greatest(marge, make_interval(secs => $1), case when sinds > now() then hoog else marge end) end,
-			sinds = case when make_interval(secs => $1) = marge then sinds
-				else clock_timestamp() + make_interval(secs => $3) end,
-			hoog_tot = case when make_interval(secs => $1) < marge then 'infinity'
-				when hoog_tot = 'infinity' then now() else hoog_tot end,
-			marge = make_interval(secs => $1), grens = make_interval(secs => $2), max_wait = make_interval(secs => $4),
-			lead_sample_rate = $5, lead_sample_until = clock_timestamp() + make_interval(secs => $6)`
-
-// slaaptSQL records whether the leader sleeps: registrations and deliveries notify only a
-// sleeping publisher (migration 0011).
-const slaaptSQL = `update publicatie_toestand set slaapt = $1`

@@ -107,9 +107,9 @@ func TestPublisherKilledAfterBrokerCommit(t *testing.T) {
 	if code, err := a.Wait(10 * time.Second); err != nil || code != -1 {
 		t.Fatalf("publisher not killed at the fault point: code %d, %v", code, err)
 	}
-	// Its replacement takes the lease once wartezeit has passed, then finishes the work.
+	// Its replacement takes the lease once leaseTimeout has passed, then finishes the work.
 	b := w.publisherProc(t, "publicatie-b", bin)
-	b.WaitLeader(wartezeit + 30*time.Second)
+	b.WaitLeader(leaseTimeout + 30*time.Second)
 	w.verify(t)
 }
 

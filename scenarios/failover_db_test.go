@@ -166,7 +166,7 @@ func TestDatabaseFailoverAsynchronousLosesLastCommits(t *testing.T) {
 	f.r.Replication.Cut()
 	atCut := len(f.geleverd(t, f.r.Endpoint.Addr()))
 	a.Signal(syscall.SIGSTOP)
-	became := b.WaitLog(wartezeit+time.Minute, "became leader")
+	became := b.WaitLog(leaseTimeout+time.Minute, "became leader")
 	epochB := int64(became["epoch"].(float64))
 	// Both: the frozen leader's last rounds (up to MAXINLEVERING in flight) alone can bring
 	// 500 deliveries after the cut, before the follower's first round commits.
@@ -219,7 +219,7 @@ func TestDatabaseFailoverAsynchronousLosesLastCommits(t *testing.T) {
 		switch {
 		case lostAt < 0 && (strings.Contains(raw, `"msg":"lost the lease during a round; the round was rolled back"`) ||
 			strings.Contains(raw, `"msg":"lease taken over by another instance; now follower"`) ||
-			strings.Contains(raw, `"msg":"rounds made no progress for wartezeit; handing the lease over"`)):
+			strings.Contains(raw, `"msg":"rounds made no progress for the lease timeout; handing the lease over"`)):
 			lostAt, lostLine = i, raw
 		case committedAt < 0 && strings.Contains(raw, `"msg":"round committed"`) && !strings.Contains(raw, `"published":0,`):
 			committedAt = i

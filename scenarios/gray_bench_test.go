@@ -109,7 +109,7 @@ var grayFaults = []grayFault{
 	{name: "leader_cut_off_from_broker", viaStomp: true,
 		inject: func(g *grayRun) { g.bp.Cut() },
 		detected: func(g *grayRun) time.Time {
-			return firstLine(g.faultAt, "rounds made no progress for wartezeit; handing the lease over", g.leader)
+			return firstLine(g.faultAt, "rounds made no progress for the lease timeout; handing the lease over", g.leader)
 		}},
 	{name: "broker_paused_60s",
 		inject: func(g *grayRun) {

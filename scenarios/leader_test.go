@@ -12,7 +12,7 @@ import (
 	"github.com/brp/levering/publicatie"
 )
 
-const wartezeit = publicatie.MinWartezeit
+const leaseTimeout = publicatie.MinLeaseTimeout
 
 func TestTwoPublishersStartedTogetherOnlyOnePublishes(t *testing.T) {
 	t.Parallel()
@@ -38,7 +38,7 @@ func TestTwoPublishersStartedTogetherOnlyOnePublishes(t *testing.T) {
 	}
 	sl, sf := status(t, leader), status(t, follower)
 	if !sl.Leader || sf.Leader || sl.Holder != sl.Instance || sf.Holder != sl.Instance || sl.Epoch < 1 ||
-		sl.Cluster != "default" || sl.SecondsSinceActivity < 0 || sl.SecondsSinceActivity > wartezeit.Seconds() {
+		sl.Cluster != "default" || sl.SecondsSinceActivity < 0 || sl.SecondsSinceActivity > leaseTimeout.Seconds() {
 		t.Fatalf("status documents: leader %+v, follower %+v", sl, sf)
 	}
 }
@@ -61,11 +61,11 @@ func TestLeaderKilledFollowerTakesOver(t *testing.T) {
 	if d := w.delivered(t); d >= 4000 {
 		t.Fatalf("%d of ~4750 already delivered when the leader was killed; the run is too short to test takeover", d)
 	}
-	took := b.WaitLeader(wartezeit + 30*time.Second).Sub(killed)
-	t.Logf("takeover %v after kill -9 (wartezeit %v)", took.Round(time.Millisecond), wartezeit)
-	// Wartezeit after the leader's last activity, plus one follower poll (2 s), plus slack for
+	took := b.WaitLeader(leaseTimeout + 30*time.Second).Sub(killed)
+	t.Logf("takeover %v after kill -9 (leaseTimeout %v)", took.Round(time.Millisecond), leaseTimeout)
+	// The lease timeout after the leader's last activity, plus one follower poll (2 s), plus slack for
 	// a loaded machine.
-	if limit := wartezeit + 2*time.Second + 3*time.Second; took > limit {
+	if limit := leaseTimeout + 2*time.Second + 3*time.Second; took > limit {
 		t.Fatalf("takeover took %v, want at most %v", took, limit)
 	}
 	w.verify(t)
@@ -88,7 +88,7 @@ func TestSplitBrainPausedLeaderCannotCommit(t *testing.T) {
 		epochA = max(epochA, e)
 	}
 
-	became := b.WaitLog(wartezeit+30*time.Second, "became leader")
+	became := b.WaitLog(leaseTimeout+30*time.Second, "became leader")
 	if e := int64(became["epoch"].(float64)); e <= epochA {
 		t.Fatalf("new leader's epoch %d not above the old leader's %d", e, epochA)
 	}

@@ -129,15 +129,15 @@ func TestSigtermDuringRunExitsCleanlyAndLosesNothing(t *testing.T) {
 			t.Fatalf("%s after SIGTERM: exit %d, %v; want 0 within %v", p.Name, code, err, bound)
 		}
 	}
-	// The stopped publisher handed its lease over: a new one leads at once, not after wartezeit.
+	// The stopped publisher handed its lease over: a new one leads at once, not after leaseTimeout.
 	var holder string
 	if err := w.db.Get(&holder, `select holder from publicatie_lease where cluster = 'default'`); err != nil || holder != "" {
 		t.Fatalf("lease after SIGTERM: holder %q, %v; want released", holder, err)
 	}
 	started := time.Now()
 	pub2 := w.publisherProc(t, "publicatie-2", pubBin)
-	pub2.WaitLeader(wartezeit)
-	if took := time.Since(started); took > wartezeit/2 {
+	pub2.WaitLeader(leaseTimeout)
+	if took := time.Since(started); took > leaseTimeout/2 {
 		t.Fatalf("new publisher took %v to lead after a clean handover", took)
 	}
 	w.consumerProc(t, "mutatielevering-2", conBin)

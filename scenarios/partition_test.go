@@ -149,8 +149,8 @@ func TestLeaderCutOff(t *testing.T) {
 	dbp.Cut()
 	bp.Cut()
 	cutAt := time.Now()
-	became := b.WaitLog(wartezeit+30*time.Second, "became leader")
-	t.Logf("follower took over %v after the cut (wartezeit %v)", lineTime(became).Sub(cutAt).Round(time.Millisecond), wartezeit)
+	became := b.WaitLog(leaseTimeout+30*time.Second, "became leader")
+	t.Logf("follower took over %v after the cut (leaseTimeout %v)", lineTime(became).Sub(cutAt).Round(time.Millisecond), leaseTimeout)
 	w.verify(t)
 	before := total(committedRounds(a))
 	dbp.Heal()
@@ -172,7 +172,7 @@ func TestLeaderCutOff(t *testing.T) {
 }
 
 // The leader is cut off from the broker only: it stays alive and keeps its database, but its
-// rounds fail. After wartezeit without progress it hands the lease over by itself (it would
+// rounds fail. After leaseTimeout without progress it hands the lease over by itself (it would
 // otherwise hold it for good: its heartbeat reaches the database) and the follower delivers.
 func TestLeaderCutOffFromBrokerHandsLeaseOver(t *testing.T) {
 	t.Parallel()
@@ -187,8 +187,8 @@ func TestLeaderCutOffFromBrokerHandsLeaseOver(t *testing.T) {
 	w.waitDelivered(t, 100)
 	bp.Cut()
 	cutAt := time.Now()
-	yielded := a.WaitLog(wartezeit+time.Minute, "rounds made no progress for wartezeit; handing the lease over")
-	became := b.WaitLeader(wartezeit + time.Minute)
+	yielded := a.WaitLog(leaseTimeout+time.Minute, "rounds made no progress for the lease timeout; handing the lease over")
+	became := b.WaitLeader(leaseTimeout + time.Minute)
 	t.Logf("leader handed over %v after the cut (stalled for %v, last error %q); follower leads %v after the cut",
 		lineTime(yielded).Sub(cutAt).Round(time.Millisecond), yielded["stalled_for_seconds"], yielded["last_error"],
 		became.Sub(cutAt).Round(time.Millisecond))

@@ -243,8 +243,8 @@ type counts struct{ geleverd, fout, inLevering int }
 // range scan: cheap however long the history).
 func countRange(b *testing.B, db *sqlx.DB, from, to int64) counts {
 	var c counts
-	if err := db.QueryRow(`select count(*) filter (where statuslev = `+handeling.GeleverdSQL+`),
-		count(*) filter (where statuslev = `+handeling.FoutSQL+`), count(*) filter (where statuslev = `+handeling.InLeveringSQL+`)
+	if err := db.QueryRow(`select count(*) filter (where statuslev = 'geleverd'),
+		count(*) filter (where statuslev = 'fout'), count(*) filter (where statuslev = 'in_levering')
 		from admhnd where id between $1 and $2`, from, to).Scan(&c.geleverd, &c.fout, &c.inLevering); err != nil {
 		b.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func (pb *pipelineBench) measure(b *testing.B, db *sqlx.DB, dbURL string, hs []l
 	var all int
 	var first, last time.Time
 	if err := db.QueryRow(`select count(*), coalesce(min(tslev), now()), coalesce(max(tslev), now()) from admhnd
-		where id between $1 and $2 and statuslev = `+handeling.GeleverdSQL, from, to).Scan(&all, &first, &last); err != nil {
+		where id between $1 and $2 and statuslev = 'geleverd'`, from, to).Scan(&all, &first, &last); err != nil {
 		b.Fatal(err)
 	}
 	var touched int
@@ -322,7 +322,7 @@ func (pb *pipelineBench) measure(b *testing.B, db *sqlx.DB, dbURL string, hs []l
 	if window > 0 {
 		secs = window.Seconds()
 		if err := db.Get(&geleverd, `select count(*) from admhnd where id between $1 and $2
-			and statuslev = `+handeling.GeleverdSQL+` and tslev <= $3`, from, to, t0.Add(window)); err != nil {
+			and statuslev = 'geleverd' and tslev <= $3`, from, to, t0.Add(window)); err != nil {
 			b.Fatal(err)
 		}
 	} else if all < want {
@@ -603,7 +603,7 @@ func (pb *pipelineBench) raw(b *testing.B, batch, goroutines int, ackPerBatch bo
 		b.Fatal(runErr)
 	}
 	var verified int
-	if err := db.Get(&verified, `select count(*) from bench_raw where statuslev = `+handeling.GeleverdSQL); err != nil || verified != n {
+	if err := db.Get(&verified, `select count(*) from bench_raw where statuslev = 'geleverd'`); err != nil || verified != n {
 		b.Fatalf("%d of %d rows geleverd (%v)", verified, n, err)
 	}
 	// Empty the run's queues (not timed).
@@ -695,7 +695,7 @@ func rawWorker(ctx context.Context, db *sqlx.DB, sub *broker.Subscription, msgs 
 			Tsreg time.Time `db:"tsreg"`
 			Tslev time.Time `db:"tslev"`
 		}
-		const set = `update bench_raw set statuslev = ` + handeling.GeleverdSQL + `, tslev = now() `
+		const set = `update bench_raw set statuslev = 'geleverd', tslev = now() `
 		if len(ids) == 1 {
 			err = db.SelectContext(ctx, &rows, set+`where id = $1 returning id, soort, tsreg, tslev`, ids[0])
 		} else {
@@ -771,7 +771,7 @@ func fillHistory(b *testing.B, db *sqlx.DB, base time.Time, from, to int64) {
 		_, err = tx.Exec(`insert into admhnd (id, soort, tsreg, tslev, statuslev, tspub)
 			select 1000000000 + g, (array['GEBOORTE','VERHUIZING','HUWELIJK','NAAMSWIJZIGING','OVERLIJDEN'])[1 + g % 5],
 			       $3::timestamptz + g * interval '10 ms', $3::timestamptz + g * interval '10 ms' + interval '2 s',
-			       `+handeling.GeleverdSQL+`, $3::timestamptz + g * interval '10 ms' + interval '1 s'
+			       'geleverd', $3::timestamptz + g * interval '10 ms' + interval '1 s'
 			from generate_series($1::bigint, $2::bigint - 1) g`, lo, hi, base)
 		if err == nil {
 			_, err = tx.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id)
@@ -826,13 +826,13 @@ func (pb *pipelineBench) fullRounds(b *testing.B, db *sqlx.DB, dbURL string, f f
 		// to do) pass, so that the next full round reads a consistent budget.
 		time.Sleep(150 * time.Millisecond)
 		if _, err := db.Exec(`update admhnd set statuslev = null, tspub = null
-			where id between $1 and $2 and statuslev = `+handeling.InLeveringSQL, from, to); err != nil {
+			where id between $1 and $2 and statuslev = 'in_levering'`, from, to); err != nil {
 			b.Fatal(err)
 		}
 	}
 	roundFigures(f, "full_", pub[0])
 	stop(b, pub)
-	if _, err := db.Exec(`update admhnd set statuslev = `+handeling.GeleverdSQL+`, tslev = now()
+	if _, err := db.Exec(`update admhnd set statuslev = 'geleverd', tslev = now()
 		where id between $1 and $2 and soort <> $3`, from, to, load.ExcludedSoort); err != nil {
 		b.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
-	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/internal/rig"
 	"github.com/brp/levering/publicatie"
@@ -195,8 +194,8 @@ type status struct{ geleverd, inLevering, fout, open int }
 func readStatus(ctx context.Context, db *sqlx.DB) (status, error) {
 	var s status
 	err := db.QueryRowxContext(ctx, `select
-		count(*) filter (where statuslev = `+handeling.GeleverdSQL+`), count(*) filter (where statuslev = `+handeling.InLeveringSQL+`),
-		count(*) filter (where statuslev = `+handeling.FoutSQL+`), count(*) filter (where statuslev is null) from admhnd`).
+		count(*) filter (where statuslev = 'geleverd'), count(*) filter (where statuslev = 'in_levering'),
+		count(*) filter (where statuslev = 'fout'), count(*) filter (where statuslev is null) from admhnd`).
 		Scan(&s.geleverd, &s.inLevering, &s.fout, &s.open)
 	return s, err
 }

@@ -59,7 +59,7 @@ func vars(pub *publicatie.Config) []setup.Var {
 		{Name: prefix + "EXCLUDED", Value: (*setup.List)(&pub.Excluded)},
 		{Name: prefix + "FOUTPOLICY", Value: (*setup.Text)(&pub.FoutPolicy)},
 		{Name: prefix + "CLUSTER", Value: (*setup.Name)(&pub.Cluster)},
-		{Name: prefix + "WARTEZEIT", Value: (*setup.Seconds)(&pub.Wartezeit), Max: "1h"},
+		{Name: prefix + "WARTEZEIT", Value: (*setup.Seconds)(&pub.LeaseTimeout), Max: "1h"},
 		{Name: prefix + "STANDALONE", Value: (*setup.Bool)(&pub.Standalone)},
 		{Name: prefix + "REDELIVERYTIMEOUT", Value: (*setup.Seconds)(&pub.RedeliveryTimeout), Max: "24h"},
 		{Name: prefix + "MAXLEAD", Value: (*setup.Millis)(&pub.MaxLead), Max: "1m"},
@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, cfg, log)
 	case cmd == "status" || cmd == "fout":
 		return operator(ctx, cfg, log, func(ctx context.Context, db *sqlx.DB) error {
-			return operate.CLI{DB: db, Config: cfg.overview(), Door: door()}.Run(ctx, args, stdout)
+			return operate.CLI{DB: db, Config: cfg.overview(), Actor: door()}.Run(ctx, args, stdout)
 		})
 	}
 	return errUsage

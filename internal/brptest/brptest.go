@@ -55,6 +55,7 @@ func Broker() broker.Config {
 // when they are missing.
 func RabbitMQ(t testing.TB) broker.Config {
 	t.Helper()
+	NeedsServices(t)
 	addr := os.Getenv("BRP_RABBITMQ_STOMP_ADDR")
 	if addr == "" {
 		t.Fatal("brptest: BRP_RABBITMQ_STOMP_ADDR is not set: start RabbitMQ with scripts/services.sh up-rabbitmq " +
@@ -130,6 +131,7 @@ func DBOn(t testing.TB, serverURL string) (*sqlx.DB, string) {
 
 func dbOn(t testing.TB, serverURL, ddl string) (*sqlx.DB, string) {
 	t.Helper()
+	NeedsServices(t)
 	name := "t_" + Name(t)
 	db, dbURL, err := rig.CreateDBWith(context.Background(), serverURL, name, ddl)
 	if err != nil {
@@ -148,6 +150,8 @@ type Queues = rig.Queues
 
 // NewQueues returns queues of t's own, so tests can share one broker.
 func NewQueues(t testing.TB) Queues {
+	t.Helper()
+	NeedsServices(t)
 	return rig.QueuesNamed("/queue/test." + Name(t))
 }
 
@@ -166,6 +170,7 @@ func Read(t testing.TB, queue string) *Reader {
 // ReadFrom is Read on the broker of cfg.
 func ReadFrom(t testing.TB, cfg broker.Config, queue string) *Reader {
 	t.Helper()
+	NeedsServices(t)
 	r, err := rig.Read(cfg, queue)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
@@ -232,6 +237,7 @@ func Status(t testing.TB, db *sqlx.DB, id int64) string {
 // nothing: the header is always set, so bad bodies can be tested with a plausible header).
 func Publish(t testing.TB, queue string, msgs ...broker.Message) {
 	t.Helper()
+	NeedsServices(t)
 	publishTo(t, Broker(), queue, msgs...)
 }
 
@@ -263,6 +269,7 @@ type buildResult struct {
 // process and returns the binary's path.
 func Build(t testing.TB, pkg string, tags ...string) string {
 	t.Helper()
+	NeedsServices(t)
 	key := pkg + " " + strings.Join(tags, ",")
 	v, _ := builds.LoadOrStore(key, &buildResult{})
 	b := v.(*buildResult)
@@ -293,6 +300,7 @@ func Build(t testing.TB, pkg string, tags ...string) string {
 // the variable under test can be wrong.
 func RunBad(t testing.TB, bin, name, value string, args ...string) (int, string) {
 	t.Helper()
+	NeedsServices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -332,5 +340,15 @@ func HelpShows(t testing.TB, run func(context.Context, []string, io.Writer, io.W
 		if !strings.Contains(flat, w) {
 			t.Errorf("--help shows no %q:\n%s", w, out.String())
 		}
+	}
+}
+
+// NeedsServices skips t under `go test -short` (the unit lane, README): t needs PostgreSQL, a
+// broker, or the commands built and running. Every helper here that reaches one calls it, so a
+// test that uses them is in the full lane by itself.
+func NeedsServices(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL and a broker (not in the -short lane)")
 	}
 }

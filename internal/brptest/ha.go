@@ -26,6 +26,7 @@ type BrokerNodes struct {
 // B waits for the store's lock and serves once A is gone.
 func PrivateBrokerPair(t testing.TB) *BrokerNodes {
 	t.Helper()
+	NeedsServices(t)
 	a, b := freePort(t), freePort(t)
 	n := &BrokerNodes{kind: "pair", A: "127.0.0.1:" + strconv.Itoa(a), B: "127.0.0.1:" + strconv.Itoa(b)}
 	n.s = newPrivate(t)
@@ -38,6 +39,7 @@ func PrivateBrokerPair(t testing.TB) *BrokerNodes {
 // network connector each way; it returns once both bridges are up.
 func PrivateBrokerNetwork(t testing.TB) *BrokerNodes {
 	t.Helper()
+	NeedsServices(t)
 	a, b := freePort(t), freePort(t)
 	n := &BrokerNodes{kind: "network", A: "127.0.0.1:" + strconv.Itoa(a), B: "127.0.0.1:" + strconv.Itoa(b)}
 	n.s = newPrivate(t)
@@ -84,6 +86,7 @@ type ReplicatedDB struct {
 // every commit waits until the standby has it) and the two proxies.
 func PrivateReplicatedDB(t testing.TB, sync bool) *ReplicatedDB {
 	t.Helper()
+	NeedsServices(t)
 	r := &ReplicatedDB{StandbyPort: freePort(t)}
 	r.s = newPrivate(t)
 	r.s.cfg.StandbyPort = r.StandbyPort

@@ -84,6 +84,7 @@ func compileJMS(t testing.TB) string {
 // for the afnemer and returns what it read, in order, failing t when it read fewer than n.
 func ReadJMS(t testing.TB, openWirePort int, queue string, n int, wait time.Duration) func() []JMSMessage {
 	t.Helper()
+	NeedsServices(t)
 	dir := compileJMS(t)
 	name := strings.TrimPrefix(queue, "/queue/")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,6 +21,7 @@ type Proc struct {
 // process is killed when the test ends if it still runs.
 func Start(t testing.TB, name, bin string, settings ...string) *Proc {
 	t.Helper()
+	NeedsServices(t)
 	p, err := rig.Cmd{Name: name, Bin: bin, Env: append([]string{"BRP_LOG_LEVEL=debug"}, settings...)}.Start()
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -27,6 +27,7 @@ var (
 // test ends.
 func NewProxy(t testing.TB, upstream string) *Proxy {
 	t.Helper()
+	NeedsServices(t)
 	toxiOnce.Do(func() { toxiServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()) })
 	p := toxiproxy.NewProxy(toxiServer, Name(t), "127.0.0.1:"+strconv.Itoa(freePort(t)), upstream)
 	if err := p.Start(); err != nil {

@@ -95,6 +95,7 @@ func ephemeralLow() int {
 // directory of the test's own, and stops them when the test ends.
 func PrivateServices(t testing.TB) *Services {
 	t.Helper()
+	NeedsServices(t)
 	return privateServices(t, false)
 }
 
@@ -103,6 +104,7 @@ func PrivateServices(t testing.TB) *Services {
 // broker has only STOMP, and is not restarted for one test.
 func PrivateJMSServices(t testing.TB) *Services {
 	t.Helper()
+	NeedsServices(t)
 	s := newPrivate(t)
 	s.OpenWirePort = freePort(t)
 	s.cfg.OpenWirePort = s.OpenWirePort
@@ -113,6 +115,7 @@ func PrivateJMSServices(t testing.TB) *Services {
 // PrivateRabbitMQ is PrivateServices with a RabbitMQ as the broker under test.
 func PrivateRabbitMQ(t testing.TB) *Services {
 	t.Helper()
+	NeedsServices(t)
 	return privateServices(t, true)
 }
 

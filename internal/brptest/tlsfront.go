@@ -14,6 +14,7 @@ import (
 // (needClientAuth).
 func TLSFront(t testing.TB, pki *PKI, host, upstream string, clientCAs *x509.CertPool) string {
 	t.Helper()
+	NeedsServices(t)
 	cert, err := tls.LoadX509KeyPair(pki.CertFile, pki.KeyFile)
 	if err != nil {
 		t.Fatal(err)

@@ -41,3 +41,10 @@ create or replace function publicatie_blocks(statuslev admhnd.statuslev%type, vr
     returns boolean
     language sql immutable parallel safe
     as $$ select statuslev = 'in_levering' or (strict and statuslev = 'fout' and vrijgegeven is null) $$;
+
+-- tsreg for display: inside the accepted range itself, outside it clamped to the range's ends,
+-- so that a handeling refused for its tsreg ('-infinity', a date before year 1) can be listed
+-- and its age computed (lib/pq and JSON cannot carry those values).
+create or replace function publicatie_tsreg_shown(tsreg timestamptz) returns timestamptz
+    language sql immutable parallel safe
+    as $$ select greatest(least(tsreg, publicatie_tsreg_until() - interval '1 second'), publicatie_tsreg_from()) $$;

@@ -1,0 +1,1 @@
+update admhnd set vrijgegeven = now() where id = $1

@@ -1,0 +1,185 @@
+package publicatie
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/setting"
+)
+
+// The margin follows the leads of leadWindow (leadMargin): raised on leadMinLate late ones to
+// the highest lead seen plus its cushion, lowered on leadMinObservations, never above MaxLead.
+func TestLeadMargin(t *testing.T) {
+	t.Parallel()
+	ms := func(n ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range n {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	times := func(n, x int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = x
+		}
+		return out
+	}
+	now := time.Now()
+	at := func(ago time.Duration, late, samples []time.Duration) leadSeen {
+		return leadSeen{at: now.Add(-ago), late: late, samples: samples}
+	}
+	for _, tc := range []struct {
+		name   string
+		seen   []leadSeen
+		margin time.Duration
+		want   time.Duration
+	}{
+		{"nothing seen: as it is", nil, 40 * time.Millisecond, 40 * time.Millisecond},
+		{"three late ones raise it from zero", []leadSeen{at(0, ms(1, 1, 1), nil)}, 0, 6 * time.Millisecond},
+		{"two late ones do not", []leadSeen{at(0, ms(100, 100), ms(times(30, 1)...))}, 6 * time.Millisecond, 6 * time.Millisecond},
+		{"a straggler does not", []leadSeen{at(time.Second, ms(200), ms(times(99, 1)...))}, 6 * time.Millisecond, 6 * time.Millisecond},
+		{"three late ones raise it to the highest, with a tenth more",
+			[]leadSeen{at(0, ms(200, 300, 150), ms(times(97, 1)...))}, 6 * time.Millisecond, 325 * time.Millisecond},
+		{"the cushion is at most 25 ms: half the registrations 1.5 s behind",
+			[]leadSeen{at(0, ms(times(50, 1500)...), ms(times(50, 1)...))}, 6 * time.Millisecond, 1525 * time.Millisecond},
+		{"never above MaxLead", []leadSeen{at(0, ms(5000, 5000, 5000), nil)}, 0, DefaultMaxLead},
+		{"a clock steadily 0.5 s behind keeps the margin it learned",
+			[]leadSeen{at(2*time.Second, nil, ms(times(10, 500)...)), at(0, nil, ms(append(times(30, 1), 510, 505)...))}, 555 * time.Millisecond, 555 * time.Millisecond},
+		{"the leads fell: lowered on twenty",
+			[]leadSeen{at(8*time.Second, ms(times(50, 1500)...), nil), at(0, nil, ms(times(20, 1)...))}, 1525 * time.Millisecond, 6 * time.Millisecond},
+		{"fewer than twenty: kept",
+			[]leadSeen{at(8*time.Second, ms(times(50, 1500)...), nil), at(0, nil, ms(times(10, 1)...))}, 1525 * time.Millisecond, 1525 * time.Millisecond},
+		{"few come: looks back past the window, up to what it keeps",
+			[]leadSeen{at(30*time.Second, nil, ms(times(15, 2)...)), at(0, nil, ms(times(10, 2)...))}, 900 * time.Millisecond, 7 * time.Millisecond},
+		{"a small fall is not worth a change", []leadSeen{at(0, nil, ms(times(30, 3)...))}, 9 * time.Millisecond, 9 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, _, _ := leadMargin(tc.seen, now, tc.margin, DefaultMaxLead); got != tc.want {
+				t.Fatalf("margin %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The sample rate asks for about leadSamplesPerSecond samples a second of what comes in.
+func TestSampleRate(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	for _, tc := range []struct {
+		taken int
+		want  float64
+	}{{0, 1}, {100, 1}, {250, 1}, {2500, 0.1}, {10_000, 0.025}, {100_000_000, 0.001}} {
+		seen := []leadSeen{{at: now, taken: tc.taken}, {at: now.Add(-time.Minute), taken: 1_000_000}} // the old one is outside the window
+		if got := sampleRate(seen, now); got != tc.want {
+			t.Errorf("%d taken in over %v: rate %v, want %v", tc.taken, leadWindow, got, tc.want)
+		}
+	}
+}
+
+// The round's window walks past the ready handelingen of blocked persons without counting them
+// (issue 39): behind any number of those, the free ones are found.
+func TestReadyCandidatesWalkPastTheBlocked(t *testing.T) {
+	t.Parallel()
+	var cs []Candidate
+	blocked := map[int64]struct{}{}
+	for i := range int64(2000) {
+		cs = append(cs, Candidate{ID: i + 1, Personen: []int64{i + 1}})
+		blocked[i+1] = struct{}{}
+	}
+	cs = append(cs, Candidate{ID: 5000, Personen: []int64{5000}}, Candidate{ID: 5001, Personen: []int64{5001, 7}}, Candidate{ID: 5002, Personen: []int64{5002}})
+	v := viewOf(cs...)
+	for _, tc := range []struct {
+		n    int
+		want []int64
+	}{{1, []int64{5000}}, {2, []int64{5000, 5002}}, {10, []int64{5000, 5002}}} {
+		if got := ids(v.readyCandidates(tc.n, blocked)); !slices.Equal(got, tc.want) {
+			t.Errorf("window of %d: %v, want %v", tc.n, got, tc.want)
+		}
+	}
+	if got := len(v.readyCandidates(window(10), nil)); got != window(10) {
+		t.Errorf("nothing blocked: a window of %d holds %d", window(10), got)
+	}
+}
+
+// A round's groups are bundled into publications of whole groups, oldest first, up to
+// GroupSize handelingen and GroupBytes; a larger group travels alone.
+func TestBundler(t *testing.T) {
+	t.Parallel()
+	g := func(ids ...int64) []Candidate {
+		var out []Candidate
+		for _, id := range ids {
+			out = append(out, Candidate{ID: id, Personen: []int64{id}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		groups      [][]Candidate
+		size, bytes int
+		want        [][]int64
+	}{
+		{"one publication", [][]Candidate{g(1), g(2, 3), g(4)}, 100, DefaultGroupBytes, [][]int64{{1, 2, 3, 4}}},
+		{"cut at the size, whole groups", [][]Candidate{g(1), g(2, 3), g(4)}, 2, DefaultGroupBytes, [][]int64{{1}, {2, 3}, {4}}},
+		{"a group larger than the size travels alone", [][]Candidate{g(1, 2, 3), g(4)}, 2, DefaultGroupBytes, [][]int64{{1, 2, 3}, {4}}},
+		{"cut at the bytes", [][]Candidate{g(1), g(2), g(3)}, 100, 2 * memberBytes(g(1)[0]), [][]int64{{1, 2}, {3}}},
+		{"empty groups add nothing", [][]Candidate{nil, g(1), nil}, 100, DefaultGroupBytes, [][]int64{{1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bundler
+			for _, gr := range tc.groups {
+				b.add(gr, tc.size, tc.bytes)
+			}
+			var got [][]int64
+			for _, p := range b.pubs {
+				got = append(got, ids(p))
+			}
+			if !slices.EqualFunc(got, tc.want, slices.Equal) {
+				t.Fatalf("publications %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Config.Validate names the field of every bad value, and the defaults pass.
+func TestConfigBounds(t *testing.T) {
+	t.Parallel()
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	d := Config{}.WithDefaults()
+	if d.MaxWait != DefaultMaxWait || d.MaxLead != DefaultMaxLead || d.GroupSize != DefaultGroupSize || d.LeaseTimeout != MinLeaseTimeout ||
+		d.Limit != 5000 || d.MaxInLevering != 1000 || d.FoutPolicy != handeling.Strict || !handeling.IsDefaultExcluded(d.Excluded) {
+		t.Fatalf("defaults %+v", d)
+	}
+	for _, tc := range []struct {
+		field string
+		cfg   Config
+	}{
+		{"Delay", Config{Delay: -time.Second}},
+		{"Limit", Config{Limit: -1}},
+		{"ViewSize", Config{ViewSize: -1}},
+		{"ViewBytes", Config{ViewBytes: -1}},
+		{"PersonCap", Config{PersonCap: -1}},
+		{"MaxInLevering", Config{MaxInLevering: -1}},
+		{"GroupSize", Config{GroupSize: -1}},
+		{"GroupBytes", Config{GroupBytes: -1}},
+		{"MaxLead", Config{MaxLead: -time.Millisecond}},
+		{"MaxWait", Config{MaxWait: LateWriterGrace - time.Millisecond}},
+		{"RedeliveryTimeout", Config{RedeliveryTimeout: -time.Second}},
+		{"FoutPolicy", Config{FoutPolicy: "lenient"}},
+		{"Cluster", Config{Cluster: string(make([]byte, maxCluster+1))}},
+		{"LeaseTimeout", Config{LeaseTimeout: MinLeaseTimeout - time.Second}},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			var se *setting.Error
+			if !errors.Is(err, ErrConfig) || !errors.As(err, &se) || se.Field != tc.field {
+				t.Fatalf("Validate: %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+}

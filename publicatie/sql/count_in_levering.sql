@@ -1,0 +1,1 @@
+select count(*) from admhnd where statuslev = 'in_levering'

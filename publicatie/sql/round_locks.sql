@@ -1,0 +1,7 @@
+-- A round's first statement on a table (see handeling's doc on table locks): the tables the
+-- round writes, locked in row exclusive mode before it reads any of them (admhnd first, then
+-- the service's tables in the order a round first touches them), and a planned read of
+-- admhnd_persoon, which locks its indexes by oid as a REINDEX takes them. It runs unprepared.
+lock table admhnd, publicatie_toestand, publicatie_ingehaald, publicatie_laat_personen, publicatie_herlees,
+    publicatie_lead_samples, publicatie_fout_changes, publicatie_nakomer in row exclusive mode;
+select from admhnd_persoon where false
