@@ -23,73 +23,6 @@ import (
 	"github.com/brp/levering/internal/tcp"
 )
 
-// Config says how to reach the broker.
-type Config struct {
-	// Addr is host:port of the broker's STOMP listener, or a comma-separated list of them:
-	// the nodes of a master/slave pair or of a network of brokers, tried in turn (Dialer).
-	// Required.
-	Addr string
-	// RandomStart makes a Dialer start at a random node of Addr instead of the first, so that
-	// the processes of one command spread over a network of brokers. Either way a Dialer
-	// then stays with the node that answered until its connection is lost.
-	RandomStart bool
-	// Login and Passcode are the broker credentials; empty means none.
-	Login, Passcode string
-	// Host is the STOMP virtual host; empty means the broker's default.
-	Host string
-	// TLS, when non-nil, wraps the connection in TLS. Without a ServerName, each node's
-	// certificate is checked against that node's host.
-	TLS *tls.Config
-	// HeartBeat is the STOMP heart-beat interval promised in both directions: this side
-	// writes at least every HeartBeat/2 and drops a connection on which the broker sent
-	// nothing for 3 x HeartBeat; ActiveMQ and RabbitMQ drop a client that sent nothing for
-	// 3 x HeartBeat (measured; conformance_test.go). So either side notices a frozen or
-	// cut-off peer within 3 x HeartBeat. Zero takes DefaultHeartBeat; negative turns
-	// heart-beats off (then only TCP keepalive notices a dead peer, and a frozen one never).
-	HeartBeat time.Duration
-	// OpTimeout bounds every wait for the broker: dialling, a receipt, a commit, a socket
-	// write. Default DefaultOpTimeout.
-	OpTimeout time.Duration
-	// TCPUserTimeout drops a connection whose data stays unacknowledged, or whose peer stays
-	// silent, for about this long (package tcp). Zero leaves the system defaults.
-	TCPUserTimeout time.Duration
-}
-
-// DefaultOpTimeout is Config.OpTimeout's default.
-const DefaultOpTimeout = 30 * time.Second
-
-// DefaultHeartBeat is Config.HeartBeat's default: a frozen consumer's publications go back to
-// the queue within 15 s.
-const DefaultHeartBeat = 5 * time.Second
-
-// errConfig is returned for an invalid Config.
-var errConfig = errors.New("broker: invalid config")
-
-// WithDefaults returns c with every zero field set to its default, as NewDialer uses it.
-func (c Config) WithDefaults() Config {
-	c.setDefaults()
-	return c
-}
-
-func (c *Config) setDefaults() {
-	if c.OpTimeout == 0 {
-		c.OpTimeout = DefaultOpTimeout
-	}
-	if c.HeartBeat == 0 {
-		c.HeartBeat = DefaultHeartBeat
-	}
-}
-
-func (c Config) validate() error {
-	if _, err := ParseAddrs(c.Addr); err != nil {
-		return fmt.Errorf("%w: Addr %q: %v", errConfig, c.Addr, err)
-	}
-	if c.OpTimeout < 0 || c.TCPUserTimeout < 0 {
-		return fmt.Errorf("%w: OpTimeout and TCPUserTimeout must not be negative", errConfig)
-	}
-	return nil
-}
-
 // ErrRefused marks a CONNECT the broker answered with an ERROR frame instead of CONNECTED:
 // a login, passcode or virtual host it does not accept. Unlike a broker that does not
 // answer, waiting does not help.
@@ -188,10 +121,10 @@ func dialNode(ctx context.Context, cfg Config, node string) (*Conn, error) {
 // go-stomp reads the broker's heart-beats with a deadline of (interval + HeartBeatError) x
 // HeartBeatGracePeriodMultiplier and writes its own after interval - HeartBeatError without
 // other writes. ActiveMQ sends a heart-beat only when it has written nothing during a whole
-// check period, so two of its heart-beats can be two intervals apart (measured: 4 s apart at
-// 2,000 ms); go-stomp's defaults (+5 s, x1) then drop healthy connections at any interval
-// above 5 s, which is why heart-beats were off. An error of interval/2 and a multiplier of
-// 2 read for 3 intervals and write every half interval, which both brokers' checks accept.
+// check period, so two of its heart-beats can be two intervals apart; go-stomp's defaults
+// (+5 s, x1) then drop healthy connections at any interval above 5 s. An error of interval/2
+// and a multiplier of 2 read for 3 intervals and write every half interval, which both
+// brokers' checks accept (broker's conformance tests).
 func dial(ctx context.Context, cfg Config, node string, send, recv time.Duration) (*Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 	defer cancel()

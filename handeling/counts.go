@@ -34,8 +34,8 @@ type Counts struct {
 // ReadCounts reads the Counts in one statement; excluded are the soorten not delivered. The
 // counts but Geleverd use partial indexes (Future a range at the end of the index of open
 // work, ordered by tsreg); geleverd asks for the delivered count too, the one exact
-// count over the delivered history: a (parallel) sequential scan of admhnd, O(table size)
-// (120 ms for 2 million rows), so only the status page asks for it, not every scrape.
+// count over the delivered history: a (parallel) sequential scan of admhnd, O(table size),
+// so only the status page asks for it, not every scrape.
 func ReadCounts(ctx context.Context, q RowQueryer, excluded []string, geleverd bool) (Counts, error) {
 	c := Counts{Geleverd: -1}
 	dest := []any{&c.At, &c.Backlog, &c.InLevering, &c.Fout, &c.FoutUnreleased, &c.OldestAge, &c.Future}

@@ -164,5 +164,8 @@ func (c Config) validate() error {
 	case c.Queue == c.VerzendingQueue || c.Queue == c.DeadLetterQueue:
 		return bad("Queue", c.Queue, "expected a queue other than VerzendingQueue and DeadLetterQueue")
 	}
+	if err := c.Broker.Validate(); err != nil {
+		return setting.Within("Broker", err)
+	}
 	return nil
 }

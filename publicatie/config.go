@@ -229,35 +229,44 @@ func (c Config) validate() error {
 	bad := func(field string, v any, expected string, args ...any) error {
 		return setting.Invalid(ErrConfig, field, v, expected, args...)
 	}
+	count := func(field string, v, most int) error {
+		if v < 0 || v > most {
+			return bad(field, v, "expected a number from 1 to %d", most)
+		}
+		return nil
+	}
+	duration := func(field string, v, least, most time.Duration) error {
+		if v < least || v > most {
+			return bad(field, v, "expected a duration from %v to %v", least, most)
+		}
+		return nil
+	}
+	for _, err := range []error{
+		duration("Delay", c.Delay, 0, time.Hour),
+		count("Limit", c.Limit, 1_000_000),
+		count("ViewSize", c.ViewSize, 10_000_000),
+		count("ViewBytes", c.ViewBytes, 64<<30),
+		count("PersonCap", c.PersonCap, 10_000_000),
+		count("MaxInLevering", c.MaxInLevering, 1_000_000),
+		count("GroupSize", c.GroupSize, 10_000),
+		count("GroupBytes", c.GroupBytes, 64<<20),
+		duration("MaxLead", c.MaxLead, 0, time.Minute),
+		duration("MaxWait", c.MaxWait, LateWriterGrace, time.Minute),
+		duration("RedeliveryTimeout", c.RedeliveryTimeout, 0, 24*time.Hour),
+		duration("LeaseTimeout", c.LeaseTimeout, MinLeaseTimeout, time.Hour),
+	} {
+		if err != nil {
+			return err
+		}
+	}
 	switch {
-	case c.Delay < 0:
-		return bad("Delay", c.Delay, "expected a positive duration")
-	case c.Limit < 0:
-		return bad("Limit", c.Limit, "expected a positive number")
-	case c.ViewSize < 0:
-		return bad("ViewSize", c.ViewSize, "expected a positive number")
-	case c.ViewBytes < 0:
-		return bad("ViewBytes", c.ViewBytes, "expected a positive size")
-	case c.PersonCap < 0:
-		return bad("PersonCap", c.PersonCap, "expected a positive number")
-	case c.MaxInLevering < 0:
-		return bad("MaxInLevering", c.MaxInLevering, "expected a positive number")
-	case c.GroupSize < 0:
-		return bad("GroupSize", c.GroupSize, "expected a positive number")
-	case c.GroupBytes < 0:
-		return bad("GroupBytes", c.GroupBytes, "expected a positive size")
-	case c.MaxLead < 0:
-		return bad("MaxLead", c.MaxLead, "expected a positive duration")
-	case c.MaxWait < LateWriterGrace:
-		return bad("MaxWait", c.MaxWait, "expected at least %v", LateWriterGrace)
-	case c.RedeliveryTimeout < 0:
-		return bad("RedeliveryTimeout", c.RedeliveryTimeout, "expected a positive duration")
 	case !c.FoutPolicy.Valid():
 		return bad("FoutPolicy", c.FoutPolicy, "expected %s or %s", handeling.Strict, handeling.Skip)
 	case len(c.Cluster) > maxCluster:
 		return bad("Cluster", c.Cluster, "expected a cluster name of at most %d characters", maxCluster)
-	case c.LeaseTimeout < MinLeaseTimeout:
-		return bad("LeaseTimeout", c.LeaseTimeout, "expected at least %v", MinLeaseTimeout)
+	}
+	if err := c.Broker.Validate(); err != nil {
+		return setting.Within("Broker", err)
 	}
 	return nil
 }

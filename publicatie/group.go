@@ -5,9 +5,9 @@ import (
 	"slices"
 )
 
-// Groups (issue 25). A person's queued handelingen used to travel one at a time: each waited
-// for the round trip of the one before it (publish, deliver, notify, next round), so a person
-// with a long queue was delivered at one handeling per round trip. A group is a publication of
+// Groups. A person's queued handelingen travelling one at a time would each wait for the round
+// trip of the one before it (publish, deliver, notify, next round), so a person with a long
+// queue would be delivered at one handeling per round trip. A group is a publication of
 // several consecutive handelingen of the same persons: a ready handeling and the ones that
 // would become ready, one after the other, as those before them are delivered. A consumer
 // delivers a group in one transaction and sends its verzending messages in (tsreg, id) order

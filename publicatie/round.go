@@ -232,7 +232,7 @@ func (p *Publisher) mark(ctx context.Context, r *round) (err error) {
 	return p.cfg.Hooks.AfterMark.Run(ctx, r.sent)
 }
 
-// bundler packs a round's groups into publications (issue 33): groups share no person, so
+// bundler packs a round's groups into publications: groups share no person, so
 // several travel in one message as well as one, and every message the broker does not carry
 // is CPU it does not spend (about half of the pipeline's per handeling). A publication holds
 // whole groups, oldest first, up to GroupSize handelingen and GroupBytes; a group larger than
@@ -312,9 +312,8 @@ func (p *Publisher) finish(ctx context.Context, r *round) (published int, more b
 		slog.Int("in_levering", r.inLevering+len(r.marked)), slog.Duration("duration", time.Since(r.start)))
 	// Another round at once when work is waiting that this one could not publish although it
 	// had room: more to take in, or at least a window's worth in the view, whose persons'
-	// handelingen in flight may be delivered by now (what the first version did when its
-	// window was full; waiting for the consumers' notifications instead made rounds fewer and
-	// larger, and the pipeline 10 % slower in A/B runs).
+	// handelingen in flight may be delivered by now. Waiting for the consumers' notifications
+	// instead makes rounds fewer and larger, and the pipeline slower (docs/performance.md).
 	return len(r.sent), len(r.keep) < r.budget && (r.intakeFull || waiting >= window(r.budget)), nil
 }
 

@@ -13,8 +13,7 @@ type Candidate struct {
 // round's publications; view.groups adds to each the later handelingen that travel with it. blocked holds the persons blocked before the walk (in levering, or
 // fout under the strict policy); Select adds to it.
 //
-// This is the rule of the first version, which walked a window of the oldest candidates; the
-// round now walks the view's ready handelingen, which never share a person, so only the
+// The round gives it the view's ready handelingen, which never share a person, so only the
 // blocked persons and the budget hold any back. Over every open handeling it is the reference
 // model of publicatie/reference_test.go.
 func Select(candidates []Candidate, blocked map[int64]struct{}, budget int) []Candidate {

@@ -250,8 +250,8 @@ func readFoutStates(ctx context.Context, q querier, query string) ([]foutState, 
 
 // readHoldsChecksum counts the unreleased fout handelingen and xors their ids: what holds has
 // when it and the database agree. Persons added to a fout handeling are recorded by migration
-// 0014's trigger, so the sweep reads no persons (reading them made it 25 times dearer: half a
-// second with 100,000 held, docs/performance.md).
+// 0014's trigger, so the sweep reads no persons: with them it reads every fout handeling's
+// persons, too dear to do beside the rounds when many are held (docs/performance.md).
 func readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err error) {
 	if err := q.QueryRowContext(ctx, holdsChecksumSQL).Scan(&n, &xor); err != nil {
 		return 0, 0, fmt.Errorf("read fout checksum: %w", err)

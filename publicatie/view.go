@@ -67,7 +67,7 @@ type parkedPerson struct {
 
 // The view's memory estimate, per handeling, per person of a handeling, per person with a
 // queue, and per parked person: an upper bound of the Go heap it takes, maps grown and
-// slices' spare capacity included (TestViewBytesBoundTheHeap measures 1.3 to 2 times less).
+// slices' spare capacity included (TestViewBytesBoundTheHeap holds it above the heap).
 const (
 	entryBytes        = 128
 	personBytes       = 32

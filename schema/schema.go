@@ -295,15 +295,18 @@ func outside(ctx context.Context, conn *sql.Conn, cfg Config, name string, st St
 		return err
 	}
 	if m := concurrentIndex.FindStringSubmatch(stmt); m != nil {
-		var invalid bool
-		err := conn.QueryRowContext(ctx, `select exists (select from pg_index i join pg_class c on c.oid = i.indexrelid
-			where c.relname = $1 and c.relnamespace = current_schema()::regnamespace and not i.indisvalid)`, m[1]).Scan(&invalid)
-		if err != nil {
+		// The drop statement names the index: PostgreSQL writes it (format's %I quotes the
+		// identifier), as a parameter cannot stand for one.
+		var drop sql.NullString
+		err := conn.QueryRowContext(ctx, `select format('drop index concurrently if exists %I', c.relname)
+			from pg_index i join pg_class c on c.oid = i.indexrelid
+			where c.relname = $1 and c.relnamespace = current_schema()::regnamespace and not i.indisvalid`, m[1]).Scan(&drop)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if invalid {
+		if drop.Valid {
 			cfg.Log.Warn("invalid index left by an interrupted build: building it again", slog.String("migration", name), slog.String("index", m[1]))
-			if _, err := conn.ExecContext(ctx, `drop index concurrently if exists `+pq.QuoteIdentifier(m[1])); err != nil {
+			if _, err := conn.ExecContext(ctx, drop.String); err != nil {
 				return err
 			}
 		}

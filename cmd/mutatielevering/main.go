@@ -39,10 +39,10 @@ func vars(lev *levering.Config) []setup.Var {
 		// The publisher's setting: under the strict policy an unreleased fout holds back its
 		// persons' later handelingen at the consumer's order check too.
 		setup.Var{Name: "BRP_LEVERING_ADMHNDPUBLICATIE_FOUTPOLICY", Value: (*setup.Text)(&lev.FoutPolicy)},
-		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_WORKERS", Value: (*setup.Positive)(&lev.Workers), Max: "64"},
-		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_BATCH", Value: (*setup.Positive)(&lev.Batch), Max: "10000"},
-		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_PREFETCH", Value: (*setup.Positive)(&lev.Prefetch), Max: "100000"},
-		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT", Value: (*setup.Seconds)(&lev.BatchTimeout), Max: "1h"},
+		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_WORKERS", Value: (*setup.Positive)(&lev.Workers)},
+		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_BATCH", Value: (*setup.Positive)(&lev.Batch)},
+		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_PREFETCH", Value: (*setup.Positive)(&lev.Prefetch)},
+		setup.Var{Name: "BRP_LEVERING_MUTATIELEVERING_BATCHTIMEOUT", Value: (*setup.Seconds)(&lev.BatchTimeout)},
 	)
 }
 

@@ -21,9 +21,11 @@ func TestHelpShowsThePackagesDefaults(t *testing.T) {
 	)
 }
 
-// Every numeric setting has an upper bound (a max tag, checked at start).
+// Every numeric setting has an upper bound: the command's own a max tag, checked at start,
+// and the package's settings its Config's Validate, which the command names back (Explain).
 func TestEveryNumericSettingHasABound(t *testing.T) {
-	if u := setup.Unbounded(&config{}, vars(&levering.Config{})...); len(u) > 0 {
-		t.Errorf("numeric settings without a max tag: %v", u)
+	var c levering.Config
+	if u := setup.Unbounded(&config{}, func() error { return c.Validate() }, vars(&c)...); len(u) > 0 {
+		t.Errorf("numeric settings without a bound: %v", u)
 	}
 }

@@ -81,8 +81,8 @@ func DSN(url string, s Settings) (string, error) {
 		[2]string{"lock_timeout", ms(s.LockTimeout)},
 		[2]string{"idle_in_transaction_session_timeout", ms(s.IdleInTransactionTimeout)},
 		// No JIT: the service's statements are short, but their estimates can pass
-		// jit_above_cost (a person with 10,000 handelingen: the consumer's check was estimated
-		// at 500,000 rows), and compiling then took 460 of the statement's 483 ms.
+		// jit_above_cost (the consumer's check of a person with a long history), and compiling
+		// then takes most of the statement's time.
 		[2]string{"jit", "off"})
 	if s.TCPUserTimeout > 0 {
 		probe := strconv.Itoa(int(tcp.KeepAliveInterval(s.TCPUserTimeout).Seconds()))

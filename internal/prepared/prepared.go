@@ -1,8 +1,8 @@
 // Package prepared runs a process's fixed SQL statements as statements prepared once per
 // database connection. lib/pq otherwise parses and plans every statement that has parameters
 // on every call, and spends two round trips on it (parse and describe, then bind and execute)
-// where a prepared statement needs one. In the publisher's rounds under load, parse, analyse
-// and plan were measured at about a fifth of its backend's CPU.
+// where a prepared statement needs one: under load, parsing and planning are a large part of
+// the publisher's backend's CPU (docs/performance.md).
 //
 // Do not Prepare a statement whose plan depends on its parameter values (a partial index that
 // only a given value proves usable): PostgreSQL may switch a prepared statement to a generic

@@ -3,7 +3,10 @@
 // variable it read the value from (cmd/internal/setup.Explain).
 package setting
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error is a bad value of one Config field. It wraps the package's ErrConfig, so callers that
 // only ask errors.Is(err, pkg.ErrConfig) see no difference.
@@ -28,3 +31,16 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Pkg }
+
+// Within returns err with its Field under parent ("Broker" and "HeartBeat" make
+// "Broker.HeartBeat"), for a Config that validates a Config of another package it holds;
+// other errors unchanged.
+func Within(parent string, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Field = parent + "." + e.Field
+	return &c
+}

@@ -61,15 +61,14 @@ func (d *Duration) Decode(v string) error {
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// heartBeat is a STOMP heart-beat interval: 0 (off) or a duration of at least 500 ms, the
-// shortest that brokers accept (ActiveMQ Artemis raises anything below it).
+// heartBeat is a STOMP heart-beat interval: 0 (off) or a duration (package broker bounds it).
 type heartBeat time.Duration
 
 // Decode implements envconfig.Decoder.
 func (h *heartBeat) Decode(v string) error {
 	x, err := time.ParseDuration(strings.TrimSpace(v))
-	if err != nil || x < 0 || (x > 0 && x < 500*time.Millisecond) {
-		return fmt.Errorf("expected 0s (off) or a duration of at least 500ms such as 5s")
+	if err != nil || x < 0 {
+		return fmt.Errorf("expected 0s (off) or a duration such as 5s")
 	}
 	if x == 0 {
 		x = -1 // package broker's off: its zero is the default

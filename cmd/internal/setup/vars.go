@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/kelseyhightower/envconfig"
@@ -28,10 +30,8 @@ type Var struct {
 	Name string
 	// Value is the field it sets, as a pointer to one of this package's types, which says
 	// how its text is read: (*setup.Millis)(&cfg.Delay). Unset, the field keeps its value.
+	// Its bounds are the package's (its Config's Validate, named back by Explain).
 	Value Decoder
-	// Max bounds a numeric value as the max tag does: a count ("100000") or a duration
-	// ("1h"); "" for none.
-	Max string
 }
 
 // Decoder reads a variable's text into the value it points to; its error says what is
@@ -48,8 +48,8 @@ func (t *Text) Decode(v string) error { *t = Text(v); return nil }
 // broker owns.
 func BrokerVars(b *broker.Config) []Var {
 	return []Var{
-		{"BRP_STOMP_HEARTBEAT", (*heartBeat)(&b.HeartBeat), "10m"},
-		{"BRP_STOMP_TIMEOUT", (*Duration)(&b.OpTimeout), "10m"},
+		{"BRP_STOMP_HEARTBEAT", (*heartBeat)(&b.HeartBeat)},
+		{"BRP_STOMP_TIMEOUT", (*Duration)(&b.OpTimeout)},
 	}
 }
 
@@ -57,6 +57,7 @@ func BrokerVars(b *broker.Config) []Var {
 type variable struct {
 	name, def, max string
 	hasDef, hasMax bool
+	isVar          bool          // a Var: its bound is its package's
 	v              reflect.Value // the value, settable; a nil pointer for an unset optional field
 }
 
@@ -84,7 +85,7 @@ func settings(tagged any, vars []Var) []variable {
 		walk(reflect.ValueOf(tagged).Elem())
 	}
 	for _, v := range vars {
-		out = append(out, variable{name: v.Name, v: reflect.ValueOf(v.Value).Elem(), max: v.Max, hasMax: v.Max != "",
+		out = append(out, variable{name: v.Name, v: reflect.ValueOf(v.Value).Elem(), isVar: true,
 			def: fmt.Sprint(reflect.ValueOf(v.Value).Elem().Interface()), hasDef: true})
 	}
 	return out
@@ -133,16 +134,21 @@ func writeUsage(w io.Writer, usage string, tagged any, vars ...Var) error {
 }
 
 // Explain turns a package's *setting.Error about a field of conf (a pointer to the package's
-// Config) into an ErrConfig naming the variable of vars that sets that field. Other errors
-// pass unchanged.
+// Config; a dotted field, "Broker.HeartBeat", for a Config it holds) into an ErrConfig naming
+// the variable of vars that sets that field. Other errors pass unchanged.
 func Explain(err error, conf any, vars ...Var) error {
 	var se *setting.Error
 	if !errors.As(err, &se) {
 		return err
 	}
-	f := reflect.ValueOf(conf).Elem().FieldByName(se.Field)
-	if !f.IsValid() {
-		return err
+	f := reflect.ValueOf(conf).Elem()
+	for _, name := range strings.Split(se.Field, ".") {
+		if f.Kind() != reflect.Struct {
+			return err
+		}
+		if f = f.FieldByName(name); !f.IsValid() {
+			return err
+		}
 	}
 	for _, v := range vars {
 		if reflect.ValueOf(v.Value).Pointer() == f.Addr().Pointer() {
@@ -152,14 +158,29 @@ func Explain(err error, conf any, vars ...Var) error {
 	return err
 }
 
-// Unbounded names the numeric settings of tagged and vars that have no bound: each must have
-// one (a count or duration past any sensible value fails later, or never works).
-func Unbounded(tagged any, vars ...Var) []string {
+// Unbounded names the numeric settings that have no bound: a command's own (tagged) ones
+// without a max tag, and the Vars whose package's validate (a Config's Validate after the
+// Vars were bound to that Config) accepts a value no setting should have: every count and
+// duration must be bounded (one past any sensible value fails later, or never works).
+func Unbounded(tagged any, validate func() error, vars ...Var) []string {
 	var out []string
 	for _, s := range settings(tagged, vars) {
-		if !s.hasMax && numeric(s.v.Type()) {
+		if !numeric(s.v.Type()) {
+			continue
+		}
+		if !s.isVar {
+			if !s.hasMax {
+				out = append(out, s.name)
+			}
+			continue
+		}
+		v := s.v
+		old := reflect.ValueOf(v.Interface())
+		v.SetInt(math.MaxInt64 / 2)
+		if validate() == nil {
 			out = append(out, s.name)
 		}
+		v.Set(old)
 	}
 	return out
 }
