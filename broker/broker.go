@@ -330,6 +330,17 @@ func (c *Conn) Subscribe(ctx context.Context, destination string, prefetch int) 
 	return c.subscribe(ctx, destination, prefetch, stomp.AckClientIndividual)
 }
 
+// SubscribeExclusive is Subscribe as ActiveMQ's exclusive consumer: the broker dispatches to
+// one exclusive subscription of the destination at a time. A reader that reconnects after its
+// connection died (a paused or restarted broker) then receives nothing until the broker has
+// let go of the old subscription, and first what that one held unacknowledged: it reads the
+// queue in its order. A second subscriber of the same destination could otherwise receive the
+// messages after the one the dead subscription held, before that one is redelivered. RabbitMQ
+// ignores the header.
+func (c *Conn) SubscribeExclusive(ctx context.Context, destination string, prefetch int) (*Subscription, error) {
+	return c.subscribe(ctx, destination, prefetch, stomp.AckClientIndividual, stomp.SubscribeOpt.Header("activemq.exclusive", "true"))
+}
+
 // SubscribeCumulative is Subscribe with STOMP's "client" ack mode: an ack acknowledges its
 // message and every message delivered before it on this subscription, so a batch handled in
 // delivery order is acknowledged with one frame instead of one per message. The caller must
@@ -342,14 +353,15 @@ func (c *Conn) SubscribeCumulative(ctx context.Context, destination string, pref
 // errSubscriptionClosed is Subscription.Err for a subscription that ended without an error.
 var errSubscriptionClosed = errors.New("subscription closed")
 
-func (c *Conn) subscribe(ctx context.Context, destination string, prefetch int, mode stomp.AckMode) (*Subscription, error) {
+func (c *Conn) subscribe(ctx context.Context, destination string, prefetch int, mode stomp.AckMode, extra ...func(*frame.Frame) error) (*Subscription, error) {
 	var sub *stomp.Subscription
 	err := c.guard(ctx, "subscribe", func() error {
 		var err error
-		sub, err = c.sc.Subscribe(destination, mode,
+		opts := append([]func(*frame.Frame) error{
 			stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(prefetch)),
 			stomp.SubscribeOpt.Header("prefetch-count", strconv.Itoa(prefetch)),
-		)
+		}, extra...)
+		sub, err = c.sc.Subscribe(destination, mode, opts...)
 		return err
 	})
 	if err != nil {

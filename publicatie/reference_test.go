@@ -129,7 +129,7 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 			t.Parallel()
 			r := rand.New(rand.NewPCG(seed, stream))
 			cfg := base(r)
-			cfg.MaxInLevering, cfg.RedeliveryTimeout, cfg.MaxWait = 2+r.IntN(8), time.Hour, time.Hour
+			cfg.MaxInLevering, cfg.RedeliveryTimeout, cfg.MaxWait = 2+r.IntN(8), time.Hour, time.Minute
 			cfg.GroupSize = []int{1, 2, 3, 100}[r.IntN(4)]
 			cfg.GroupBytes = []int{DefaultGroupBytes, 100, 150}[r.IntN(3)]
 			cfg.FoutPolicy = []handeling.FoutPolicy{handeling.Strict, handeling.Skip}[r.IntN(2)]
@@ -285,7 +285,7 @@ func (h *history) lateWriter() {
 			h.fail("%v", err)
 		}
 		// The transaction starts now and holds admhnd as a registering one does, so it holds
-		// back the horizon for MaxWait (an hour here: late_test.go has the bound, and writers
+		// back the horizon for MaxWait (its bound, a minute, here: late_test.go tests it, and writers
 		// that register nothing).
 		if _, err := tx.Exec(`lock table admhnd in row exclusive mode`); err != nil {
 			h.fail("%v", err)

@@ -66,8 +66,11 @@ func subscribe(cfg broker.Config, queue string) (*broker.Conn, *broker.Subscript
 	if err != nil {
 		return nil, nil, fmt.Errorf("rig: %w", err)
 	}
-	// Prefetch 1 with an immediate ack keeps the read order the queue's order.
-	sub, err := conn.Subscribe(context.Background(), queue, 1)
+	// Prefetch 1 with an immediate ack keeps the read order the queue's order; exclusive keeps
+	// it across a reconnect (broker.Conn.SubscribeExclusive): without it, after a broker pause
+	// the new subscription got the messages after the one the dead one held unacknowledged,
+	// before that one came back, and the reader saw a person's handelingen out of order.
+	sub, err := conn.SubscribeExclusive(context.Background(), queue, 1)
 	if err != nil {
 		conn.Close()
 		return nil, nil, fmt.Errorf("rig: %w", err)
