@@ -16,8 +16,8 @@ func (e *roundEnv) insertHeld(n int, first string) {
 	e.t.Helper()
 	e.db.MustExec(`insert into admhnd (id, soort, tsreg, statuslev, foutreden, tspub)
 		select i, 'VERHUIZING', $2::timestamptz + make_interval(secs => i / 1000.0), $3,
-		       case when $3 = 'fout' then 'test' end, now()
-		from generate_series(1, $1::int) i`, n, t0, first)
+		       case when $4 then 'test' end, now()
+		from generate_series(1, $1::int) i`, n, t0, first, first == "fout")
 	e.db.MustExec(`insert into admhnd (id, soort, tsreg)
 		select $1::int + i, 'VERHUIZING', $2::timestamptz + make_interval(secs => ($1::int + i) / 1000.0)
 		from generate_series(1, $1::int) i`, n, t0)
