@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,7 +87,7 @@ import (
 //	go test -run '^$' -bench BenchmarkDisturbances -benchtime 1x -timeout 60m ./scenarios/
 func BenchmarkDisturbances(b *testing.B) {
 	svc := brptest.PrivateServices(b)
-	versions := distVersions(b)
+	versions := binVersions(b, "BRP_DIST_VERSIONS")
 	scale := 1.0
 	if v := os.Getenv("BRP_DIST_SCALE"); v != "" {
 		s, err := strconv.ParseFloat(v, 64)
@@ -157,26 +156,6 @@ func distBenchPlan(kind string, scale float64) distPlan {
 		p.during, p.after = s(60), s(60)
 	}
 	return p
-}
-
-// distVersions are the builds BRP_DIST_VERSIONS names (see BenchmarkDisturbances).
-func distVersions(b *testing.B) []binVersion {
-	var out []binVersion
-	for _, v := range envList("BRP_DIST_VERSIONS", "head") {
-		name, dir, ok := strings.Cut(v, "=")
-		if !ok {
-			out = append(out, binVersion{name: name, pub: brptest.Build(b, "cmd/publicatie"), con: brptest.Build(b, "cmd/mutatielevering")})
-			continue
-		}
-		bv := binVersion{name: name, pub: filepath.Join(dir, "publicatie"), con: filepath.Join(dir, "mutatielevering")}
-		for _, f := range []string{bv.pub, bv.con} {
-			if _, err := os.Stat(f); err != nil {
-				b.Fatalf("BRP_DIST_VERSIONS: %v", err)
-			}
-		}
-		out = append(out, bv)
-	}
-	return out
 }
 
 // distRun runs plan p with version v on a fresh database of svc migrated by v's publicatie;

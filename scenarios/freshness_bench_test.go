@@ -63,7 +63,7 @@ import (
 // reading, cpu_machine_ms: everything).
 func BenchmarkFreshness(b *testing.B) {
 	svc := brptest.PrivateServices(b)
-	versions := freshVersions(b)
+	versions := binVersions(b, "BRP_FRESH_VERSIONS")
 	rates := envList("BRP_FRESH_RATES", "500,2000")
 	forms := envList("BRP_FRESH_FORMS", "now,client,client_behind")
 	secs := envInt("BRP_FRESH_SECONDS", 20)
@@ -159,9 +159,12 @@ func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figure
 // binVersion is a build of the two commands.
 type binVersion struct{ name, pub, con string }
 
-func freshVersions(b *testing.B) []binVersion {
+// binVersions returns the builds the variable env lists (comma-separated): "head" is this
+// tree's commands, NAME=DIR a directory holding publicatie and mutatielevering binaries of
+// another build.
+func binVersions(b *testing.B, env string) []binVersion {
 	var out []binVersion
-	for _, v := range envList("BRP_FRESH_VERSIONS", "head") {
+	for _, v := range envList(env, "head") {
 		name, dir, ok := strings.Cut(v, "=")
 		if !ok {
 			out = append(out, binVersion{name: name, pub: brptest.Build(b, "cmd/publicatie"), con: brptest.Build(b, "cmd/mutatielevering")})
@@ -170,7 +173,7 @@ func freshVersions(b *testing.B) []binVersion {
 		bv := binVersion{name: name, pub: filepath.Join(dir, "publicatie"), con: filepath.Join(dir, "mutatielevering")}
 		for _, f := range []string{bv.pub, bv.con} {
 			if _, err := os.Stat(f); err != nil {
-				b.Fatalf("BRP_FRESH_VERSIONS: %v", err)
+				b.Fatalf("%s: %v", env, err)
 			}
 		}
 		out = append(out, bv)

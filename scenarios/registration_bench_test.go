@@ -38,7 +38,7 @@ import (
 // versions' trigger functions, from track_functions), and for bulk also seconds.
 func BenchmarkRegistration(b *testing.B) {
 	svc := brptest.PrivateServices(b)
-	versions := append([]binVersion{{name: "bare"}}, freshVersions(b)...)
+	versions := append([]binVersion{{name: "bare"}}, binVersions(b, "BRP_FRESH_VERSIONS")...)
 	single := envInt("BRP_REG_SINGLE", 5_000)
 	for _, form := range []string{"now", "client", "client_behind", "past"} {
 		for _, v := range versions {
