@@ -31,15 +31,16 @@ type Counts struct {
 	Geleverd int64
 }
 
-// ReadCounts reads the Counts in one statement; excluded are the soorten not delivered. The
-// counts but Geleverd use partial indexes (Future a range at the end of the index of open
-// work, ordered by tsreg); geleverd asks for the delivered count too, the one exact
-// count over the delivered history: a (parallel) sequential scan of admhnd, O(table size),
-// so only the status page asks for it, not every scrape.
-func ReadCounts(ctx context.Context, q RowQueryer, excluded []string, geleverd bool) (Counts, error) {
+// ReadCounts reads the Counts in one statement on the tables of layout l; excluded are the
+// soorten not delivered, by the names they have in l (Layout.DefaultExcluded). The counts but
+// Geleverd use partial indexes (Future a range at the end of the index of open work, ordered
+// by tsreg); geleverd asks for the delivered count too, the one exact count over the
+// delivered history: a (parallel) sequential scan of admhnd, O(table size), so only the status
+// page asks for it, not every scrape.
+func ReadCounts(ctx context.Context, q RowQueryer, l Layout, excluded []string, geleverd bool) (Counts, error) {
 	c := Counts{Geleverd: -1}
 	dest := []any{&c.At, &c.Backlog, &c.InLevering, &c.Fout, &c.FoutUnreleased, &c.OldestAge, &c.Future}
-	if err := q.QueryRowContext(ctx, countsSQL, pq.Array(excluded), FutureSkew.Seconds(), geleverd).Scan(append(dest, &c.Geleverd)...); err != nil {
+	if err := q.QueryRowContext(ctx, statementsFor(l).countsSQL, pq.Array(excluded), FutureSkew.Seconds(), geleverd).Scan(append(dest, &c.Geleverd)...); err != nil {
 		return Counts{Geleverd: -1}, fmt.Errorf("read counts: %w", err)
 	}
 	return c, nil

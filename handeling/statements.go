@@ -7,15 +7,34 @@ import (
 )
 
 // The statements of the shared reads, each a complete text in sql/ (the lease's are constants
-// in lease.go). The rules they apply are the schema's SQL functions (migration 0013), which
-// rules.go holds in Go.
+// in lease.go: they touch only publicatie_lease, the same in every layout). The rules they
+// apply are the schema's SQL functions (migration 0013; the kern layout's in schema/kern),
+// which rules.go holds in Go. sql/kern/ holds the kern layout's own statements (package
+// sqltext).
 //
-//go:embed sql/*.sql
-var sqlFiles embed.FS
+//go:embed sql/*.sql sql/kern/*.sql
+var sqlDir embed.FS
 
-var statements = sqltext.New(sqlFiles)
+var files = sqltext.New(sqlDir)
 
-var (
-	countsSQL = statements.Get("counts.sql")
-	heldSQL   = statements.Get("held.sql")
-)
+// statements are the shared reads in one layout.
+type statements struct {
+	countsSQL string
+	heldSQL   string
+}
+
+func loadStatements(l Layout) *statements {
+	get := func(name string) string { return files.GetIn(l.Dir(), name) }
+	return &statements{
+		countsSQL: get("counts.sql"),
+		heldSQL:   get("held.sql"),
+	}
+}
+
+var byLayout = map[Layout]*statements{
+	Contract: loadStatements(Contract),
+	Kern:     loadStatements(Kern),
+}
+
+// statementsFor returns the statements of layout l (zero: the contract's).
+func statementsFor(l Layout) *statements { return byLayout[l.Or()] }

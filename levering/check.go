@@ -70,8 +70,8 @@ type other struct {
 
 // check runs checkSQL for ids and works out, with relate, what bears on each handeling of the
 // batch from outside it.
-func check(ctx context.Context, q prepared.Tx, ids []int64, excludedSoorten []string, strict bool) ([]row, error) {
-	rs, err := q.QueryContext(ctx, checkSQL, pq.Array(ids), pq.Array(excludedSoorten), strict)
+func (s *statements) check(ctx context.Context, q prepared.Tx, ids []int64, excludedSoorten []string, strict bool) ([]row, error) {
+	rs, err := q.QueryContext(ctx, s.checkSQL, pq.Array(ids), pq.Array(excludedSoorten), strict)
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}

@@ -21,10 +21,14 @@ type Config struct {
 	// DeadLetterQueue receives publications that cannot be read (bad input), with the reason
 	// in a header. Default handeling.DeadLetterQueue.
 	DeadLetterQueue string
+	// Layout says which tables hold the handelingen (BRP_DATABASE_LAYOUT). Default
+	// handeling.Contract.
+	Layout handeling.Layout
 	// Excluded lists soorten that are never delivered: a publication of one (sent by hand, or
-	// by a publisher configured otherwise) is set aside, its handeling untouched. Nil means
-	// handeling.DefaultExcluded(); an empty non-nil slice excludes nothing. The same setting
-	// as the publisher's (BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED).
+	// by a publisher configured otherwise) is set aside, its handeling untouched. By the name
+	// a soort has in Layout; nil means Layout's default (handeling.Layout.DefaultExcluded); an
+	// empty non-nil slice excludes nothing. The same setting as the publisher's
+	// (BRP_LEVERING_ADMHNDPUBLICATIE_EXCLUDED).
 	Excluded []string
 	// FoutPolicy decides whether a fout handeling that no operator released holds back the
 	// later handelingen of its persons here too, as it does at the publisher: the same setting
@@ -105,7 +109,7 @@ func (c *Config) setDefaults() {
 		c.DeadLetterQueue = handeling.DeadLetterQueue
 	}
 	if c.Excluded == nil {
-		c.Excluded = handeling.DefaultExcluded()
+		c.Excluded = c.Layout.DefaultExcluded()
 	}
 	if c.FoutPolicy == "" {
 		c.FoutPolicy = handeling.Strict
@@ -157,6 +161,8 @@ func (c Config) validate() error {
 		return bad("Prefetch", c.Prefetch, "expected a positive number of at most %d", maxPrefetch)
 	case !c.FoutPolicy.Valid():
 		return bad("FoutPolicy", c.FoutPolicy, "expected %s or %s", handeling.Strict, handeling.Skip)
+	case !c.Layout.Valid():
+		return bad("Layout", c.Layout, "expected %s or %s", handeling.Contract, handeling.Kern)
 	case c.ShutdownGrace < 0:
 		return bad("ShutdownGrace", c.ShutdownGrace, "expected a positive duration")
 	case c.BatchTimeout < 0 || c.BatchTimeout > maxBatchTimeout:

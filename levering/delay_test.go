@@ -52,7 +52,7 @@ func TestDeliveryDelayHistogram(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c, err := levering.New(db, levering.Config{
 		Queue: q.Publicatie, VerzendingQueue: q.Verzending, DeadLetterQueue: q.DLQ,
-		Workers: 2, Broker: brptest.Broker(), Registerer: reg,
+		Workers: 2, Broker: brptest.Broker(), Registerer: reg, Layout: brptest.Layout(),
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ type Verzending struct {
 func (e *executor) deliver(ctx context.Context, ids []int64, carried map[int64][][]int64) (map[int64]result, error) {
 	// An error preparing is the database being away, which BeginTxx reports.
 	e.b.at(stepLock)
-	_ = e.stmts.Prepare(ctx, batchSQL...)
+	_ = e.stmts.Prepare(ctx, e.sql.batchSQL()...)
 	tx, err := e.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -56,7 +56,7 @@ func (e *executor) deliver(ctx context.Context, ids []int64, carried map[int64][
 	if err := e.markOnderweg(ctx, res); err != nil {
 		return nil, err
 	}
-	found, err := apply(ctx, q, res, rows)
+	found, err := e.sql.apply(ctx, q, res, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -77,17 +77,17 @@ func (e *executor) deliver(ctx context.Context, ids []int64, carried map[int64][
 // fails with errNewerInFlight when another consumer is delivering a newer handeling of a
 // person of a handeling in levering of the batch.
 func (e *executor) decideLocked(ctx context.Context, q prepared.Tx, ids []int64, carried map[int64][][]int64) ([]row, map[int64]result, error) {
-	if _, err := q.ExecContext(ctx, batchLocksSQL); err != nil {
+	if _, err := q.ExecContext(ctx, e.sql.batchLocksSQL); err != nil {
 		return nil, nil, fmt.Errorf("lock tables: %w", err)
 	}
-	if _, err := q.ExecContext(ctx, lockSQL, pq.Array(ids)); err != nil {
+	if _, err := q.ExecContext(ctx, e.sql.lockSQL, pq.Array(ids)); err != nil {
 		return nil, nil, fmt.Errorf("lock: %w", err)
 	}
-	rows, err := check(ctx, q, ids, e.excluded, e.strict)
+	rows, err := e.sql.check(ctx, q, ids, e.excluded, e.strict)
 	if err != nil {
 		return nil, nil, err
 	}
-	newer, err := holdNewer(ctx, q, rows)
+	newer, err := e.sql.holdNewer(ctx, q, rows)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,7 +108,7 @@ func (e *executor) decideLocked(ctx context.Context, q prepared.Tx, ids []int64,
 // then holds its newer one back or has delivered it. One it locked no consumer can deliver
 // until this transaction ends, and then they see this batch's handeling delivered before
 // theirs. One that is geleverd by now overtook it.
-func holdNewer(ctx context.Context, q prepared.Tx, rows []row) (map[int64]handeling.Status, error) {
+func (s *statements) holdNewer(ctx context.Context, q prepared.Tx, rows []row) (map[int64]handeling.Status, error) {
 	var ids []int64
 	for _, r := range rows {
 		ids = append(ids, r.newerInLevering...)
@@ -117,7 +117,7 @@ func holdNewer(ctx context.Context, q prepared.Tx, rows []row) (map[int64]handel
 		return nil, nil
 	}
 	slices.Sort(ids)
-	rs, err := q.QueryContext(ctx, holdNewerSQL, pq.Array(slices.Compact(ids)))
+	rs, err := q.QueryContext(ctx, s.holdNewerSQL, pq.Array(slices.Compact(ids)))
 	if err != nil {
 		return nil, fmt.Errorf("lock newer: %w", err)
 	}
@@ -148,7 +148,7 @@ func (e *executor) markOnderweg(ctx context.Context, res map[int64]result) error
 		return nil
 	}
 	slices.Sort(ids)
-	if _, err := e.db.ExecContext(ctx, markOnderwegSQL, pq.Array(ids)); err != nil {
+	if _, err := e.db.ExecContext(ctx, e.sql.markOnderwegSQL, pq.Array(ids)); err != nil {
 		return fmt.Errorf("record verzendingen onderweg: %w", err)
 	}
 	return nil
@@ -191,12 +191,12 @@ func writesOf(res map[int64]result, rows []row) writes {
 }
 
 // apply runs applySQL for res and returns the delivered handelingen's verzendingen.
-func apply(ctx context.Context, q prepared.Tx, res map[int64]result, rows []row) (map[int64]*Verzending, error) {
+func (s *statements) apply(ctx context.Context, q prepared.Tx, res map[int64]result, rows []row) (map[int64]*Verzending, error) {
 	w := writesOf(res, rows)
 	if len(w.geleverd)+len(w.fout)+len(w.back)+len(w.gone) == 0 {
 		return nil, nil
 	}
-	rs, err := q.QueryContext(ctx, applySQL, pq.Array(w.geleverd), pq.Array(w.fout), pq.Array(w.reasons), pq.Array(w.back),
+	rs, err := q.QueryContext(ctx, s.applySQL, pq.Array(w.geleverd), pq.Array(w.fout), pq.Array(w.reasons), pq.Array(w.back),
 		pq.Array(w.blockers), pq.Array(w.gone))
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)

@@ -21,6 +21,7 @@ type sender interface {
 // verzendingen and sets aside what it cannot read, and counts what it did. It gets everything it
 // uses from the Consumer that made it (Consumer.worker), not the Consumer itself.
 type executor struct {
+	sql   *statements     // of Config.Layout
 	db    *sqlx.DB        // the batch's transaction, markOnderwegSQL, naming lock holders
 	stmts *prepared.Cache // batchSQL, prepared once per connection
 	send  sender          // verzending and dead-letter messages

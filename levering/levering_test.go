@@ -51,7 +51,7 @@ func startOn(t *testing.T, f brptest.Form, cfg levering.Config) *env {
 	q := brptest.NewQueues(t)
 	reg := prometheus.NewRegistry()
 	cfg.Queue, cfg.VerzendingQueue, cfg.DeadLetterQueue = q.Publicatie, q.Verzending, q.DLQ
-	cfg.Workers, cfg.Registerer = 2, reg
+	cfg.Workers, cfg.Registerer, cfg.Layout = 2, reg, f.Layout
 	if cfg.Broker.Addr == "" {
 		cfg.Broker = brptest.Broker()
 	}
@@ -98,23 +98,30 @@ func publication(id int64, personen ...int64) broker.Message {
 
 func insert(t *testing.T, db *sqlx.DB, status string, hs ...load.Handeling) {
 	t.Helper()
+	if err := insertErr(db, status, hs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// insertErr is insert returning its error.
+func insertErr(db *sqlx.DB, status string, hs ...load.Handeling) error {
 	for i := range hs {
 		hs[i].Soort = "GEBOORTE"
 		hs[i].Tsreg = time.Date(2026, 1, 1, 0, 0, int(hs[i].ID), 0, time.UTC)
 	}
 	if err := load.Insert(context.Background(), db, hs); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if status != "" {
-		ids := make([]int64, len(hs))
-		for i, h := range hs {
-			ids[i] = h.ID
-		}
-		if _, err := db.Exec(`update admhnd set statuslev = $1, tslev = case when $2 = 'geleverd' then now() end where id = any($3)`,
-			status, status, pq.Array(ids)); err != nil {
-			t.Fatal(err)
-		}
+	if status == "" {
+		return nil
 	}
+	ids := make([]int64, len(hs))
+	for i, h := range hs {
+		ids[i] = h.ID
+	}
+	_, err := db.Exec(`update admhnd set statuslev = $1, tslev = case when $2 = 'geleverd' then now() end where id = any($3)`,
+		status, status, pq.Array(ids))
+	return err
 }
 
 // waitCounts waits until the consumer has handled what the test sent, then a little longer so

@@ -178,6 +178,7 @@ func TestConsumersCheckingEachOthersHandelingen(t *testing.T) {
 func startAnother(t *testing.T, e *env, cfg levering.Config) *levering.Consumer {
 	t.Helper()
 	cfg.Queue, cfg.VerzendingQueue, cfg.DeadLetterQueue, cfg.Broker = e.q.Publicatie, e.q.Verzending, e.q.DLQ, brptest.Broker()
+	cfg.Layout = brptest.Layout()
 	c, err := levering.New(e.db, cfg, quiet())
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/lib/pq"
 
-	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 )
 
@@ -34,9 +33,9 @@ func TestCheckPlanProbesWithoutMemoize(t *testing.T) {
 	}
 	tx := db.MustBegin()
 	defer tx.Rollback() //nolint:errcheck // read only
-	tx.MustExec(batchLocksSQL)
+	tx.MustExec(testSQL().batchLocksSQL)
 	var lines []string
-	if err := tx.Select(&lines, `explain `+checkSQL, pq.Array(batch), pq.Array([]string{handeling.InitieleVulling}), true); err != nil {
+	if err := tx.Select(&lines, `explain `+testSQL().checkSQL, pq.Array(batch), pq.Array(brptest.Layout().DefaultExcluded()), true); err != nil {
 		t.Fatal(err)
 	}
 	plan := strings.Join(lines, "\n")

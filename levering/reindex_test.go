@@ -2,15 +2,18 @@ package levering_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/levering"
+	"github.com/lib/pq"
 )
 
 // Batches beside REINDEX of the tables they read and write (issue 34): a batch reads admhnd
@@ -43,7 +46,19 @@ func TestBatchesBesideReindex(t *testing.T) {
 			hs[i] = load.Handeling{ID: id, Personen: []int64{p}}
 			msgs[i] = publication(id, p)
 		}
-		insert(t, e.db, "in_levering", hs...)
+		// The test's bijhouding may itself deadlock with a REINDEX on the kern layout (its
+		// compatibility views write three kern tables per person): that is bijhouding's to
+		// retry, as here; what is tested is the consumer.
+		for attempt := 0; ; attempt++ {
+			err := insertErr(e.db, "in_levering", hs...)
+			var pe *pq.Error
+			if err == nil {
+				break
+			}
+			if !errors.As(err, &pe) || pe.Code != "40P01" || attempt == 5 {
+				t.Fatal(err)
+			}
+		}
 		brptest.Publish(t, e.q.Publicatie, msgs...)
 		time.Sleep(150 * time.Millisecond)
 	}
@@ -76,6 +91,11 @@ func reindexUntilDone(t *testing.T, e *env) (done func() []string) {
 		// planned read of admhnd_persoon.
 		forms := []string{`reindex table admhnd`, `reindex index admhnd_in_levering_idx`, `reindex table admhnd_persoon`,
 			`reindex index concurrently admhnd_persoon_pkey`, `reindex table admhnd_persoon`, `reindex table concurrently admhnd`}
+		if brptest.Layout() == handeling.Kern {
+			forms = []string{`reindex table kern.admhnd`, `reindex index kern.ix_admhnd_statuslev_inlevering`,
+				`reindex table kern.his_persafgeleidadministrati`, `reindex index concurrently kern.ix_his_persafgeleidadministrati_admhnd`,
+				`reindex table kern.his_persafgeleidadministrati`, `reindex table concurrently kern.admhnd`}
+		}
 		for i := 0; ; i++ {
 			select {
 			case <-stop:

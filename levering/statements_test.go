@@ -1,10 +1,23 @@
 package levering
 
-import "testing"
+import (
+	"testing"
 
-// Every statement file in sql/ is one the package runs.
-func TestEveryStatementFileIsUsed(t *testing.T) {
-	if unused := statements.Unused(); len(unused) > 0 {
-		t.Fatalf("statement files nobody reads: %v", unused)
+	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/brptest"
+)
+
+// testSQL returns the statements of the layout the tests run on (BRP_TEST_LAYOUT).
+func testSQL() *statements { return statementsFor(brptest.Layout()) }
+
+// Every statement file is one the package runs, and the kern layout's statements name the
+// kern tables: a statement it shares with the contract layout touches only the service's own
+// tables, and its own name no contract table.
+func TestStatementFiles(t *testing.T) {
+	if unused := files.Unused(); len(unused) > 0 {
+		t.Errorf("statement files nobody reads: %v", unused)
+	}
+	if bad := files.Misuse(handeling.Kern.Dir()); len(bad) > 0 {
+		t.Errorf("kern layout statements that name a contract table: %v", bad)
 	}
 }

@@ -23,7 +23,7 @@ type worker struct {
 // worker returns the worker of subscription sub, which sends over send and holds its batch in b.
 func (c *Consumer) worker(sub *broker.Subscription, send sender, b *batch) *worker {
 	return &worker{sub: sub, b: b, maxBatch: c.cfg.Batch, processing: c.m.processing, exec: &executor{
-		db: c.db, stmts: c.stmts, send: send,
+		sql: statementsFor(c.cfg.Layout), db: c.db, stmts: c.stmts, send: send,
 		excluded: c.cfg.Excluded, strict: c.strict(), verzendingQueue: c.cfg.VerzendingQueue,
 		deadLetterQueue: c.cfg.DeadLetterQueue, hooks: c.cfg.Hooks,
 		log: c.log, m: c.m, b: b,

@@ -64,17 +64,17 @@ type FoutDetail struct {
 // maxHeldBack is the most held-back handelingen FoutDetail lists.
 const maxHeldBack = 100
 
-// ListFout returns up to limit fout handelingen (released or not), newest (tsreg, id) first;
-// limit <= 0 means maxFouten.
-func ListFout(ctx context.Context, db *sqlx.DB, limit int) ([]Fout, error) {
+// ListFout returns up to limit fout handelingen (released or not) of layout l's tables,
+// newest (tsreg, id) first; limit <= 0 means maxFouten.
+func ListFout(ctx context.Context, db *sqlx.DB, l handeling.Layout, limit int) ([]Fout, error) {
 	if limit <= 0 {
 		limit = maxFouten
 	}
-	return listFout(ctx, db, limit)
+	return listFout(ctx, db, statementsFor(l), limit)
 }
 
-func listFout(ctx context.Context, q sqlx.QueryerContext, limit int) ([]Fout, error) {
-	rows, err := q.QueryContext(ctx, listFoutSQL, limit)
+func listFout(ctx context.Context, q sqlx.QueryerContext, st *statements, limit int) ([]Fout, error) {
+	rows, err := q.QueryContext(ctx, st.listFoutSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list fout: %w", err)
 	}
@@ -95,8 +95,8 @@ func listFout(ctx context.Context, q sqlx.QueryerContext, limit int) ([]Fout, er
 
 // ShowFout returns handeling id with its persons, foutreden, release, current status, audit
 // history and what it holds back. It works for any handeling (so a retried one still shows its
-// history); ErrNotFound when id does not exist. cfg is the publisher's configuration: it
-// decides what counts as held back.
+// history); ErrNotFound when id does not exist. cfg is the publisher's configuration: its
+// Layout the tables read, the rest what counts as held back.
 func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (FoutDetail, error) {
 	var d FoutDetail
 	cfg, err := cfg.withDefaults()
@@ -108,7 +108,8 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 		return d, fmt.Errorf("show %d: begin: %w", id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	err = tx.QueryRowxContext(ctx, showSQL, id).
+	st := statementsFor(cfg.Layout)
+	err = tx.QueryRowxContext(ctx, st.showSQL, id).
 		Scan(&d.ID, &d.Soort, &d.Tsreg, &d.Foutreden, &d.Vrijgegeven, &d.Statuslev, pq.Array(&d.Personen))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("show %d: %w", id, ErrNotFound)
@@ -117,12 +118,12 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 		return d, fmt.Errorf("show %d: %w", id, err)
 	}
 	d.Audit = []Action{}
-	if err := tx.SelectContext(ctx, &d.Audit, auditSQL, id); err != nil {
+	if err := tx.SelectContext(ctx, &d.Audit, st.auditSQL, id); err != nil {
 		return d, fmt.Errorf("show %d: audit: %w", id, err)
 	}
 	d.HeldBack = []Waiting{}
 	if d.Statuslev == handeling.Fout && d.Vrijgegeven == nil && cfg.FoutPolicy == handeling.Strict {
-		rows, err := tx.QueryContext(ctx, heldBackSQL, id, d.Tsreg, pq.Array(cfg.Excluded), maxHeldBack)
+		rows, err := tx.QueryContext(ctx, st.heldBackSQL, id, d.Tsreg, pq.Array(cfg.Excluded), maxHeldBack)
 		if err != nil {
 			return d, fmt.Errorf("show %d: held back: %w", id, err)
 		}
@@ -138,46 +139,50 @@ func ShowFout(ctx context.Context, db *sqlx.DB, id int64, cfg OverviewConfig) (F
 			return d, fmt.Errorf("show %d: held back: %w", id, err)
 		}
 	}
-	if err := tx.GetContext(ctx, &d.Overtaken, overtakenSQL,
+	if err := tx.GetContext(ctx, &d.Overtaken, st.overtakenSQL,
 		id, d.Tsreg, pq.Array(cfg.Excluded)); err != nil {
 		return d, fmt.Errorf("show %d: overtaken: %w", id, err)
 	}
 	return d, nil
 }
 
-// Retry puts fout handeling id back to be delivered: statuslev, foutreden, vrijgegeven and
-// tspub become NULL, so the publisher delivers it again in its (tsreg, id) place, and a
-// 'retry' row records door and note (empty: none). All in one transaction. Errors:
-// ErrActorRequired (door blank), ErrNotFound, ErrNotFout (any other status).
-func Retry(ctx context.Context, db *sqlx.DB, id int64, door, note string) error {
-	return act(ctx, db, id, door, note, "retry", func(ctx context.Context, tx *sqlx.Tx, released bool) error {
-		_, err := tx.ExecContext(ctx, retrySQL, id)
+// Retry puts fout handeling id of layout l's tables back to be delivered: statuslev,
+// foutreden, vrijgegeven and tspub become NULL (kern: statuslev 1, its admhnd_levering row
+// deleted), so the publisher delivers it again in its (tsreg, id) place, and a 'retry' row
+// records door and note (empty: none). All in one transaction. Errors: ErrActorRequired (door
+// blank), ErrNotFound, ErrNotFout (any other status).
+func Retry(ctx context.Context, db *sqlx.DB, l handeling.Layout, id int64, door, note string) error {
+	st := statementsFor(l)
+	return act(ctx, db, st, id, door, note, "retry", func(ctx context.Context, tx *sqlx.Tx, released bool) error {
+		_, err := tx.ExecContext(ctx, st.retrySQL, id)
 		return err
 	})
 }
 
-// Release marks fout handeling id released (vrijgegeven = now()): under the strict policy it no
-// longer holds back later handelingen of its persons; it stays in fout. A 'release' row records
-// door and note. All in one transaction, which also wakes the publisher. Errors:
-// ErrActorRequired, ErrNotFound, ErrNotFout, ErrAlreadyReleased.
-func Release(ctx context.Context, db *sqlx.DB, id int64, door, note string) error {
-	return act(ctx, db, id, door, note, "release", func(ctx context.Context, tx *sqlx.Tx, released bool) error {
+// Release marks fout handeling id of layout l's tables released (vrijgegeven = now(); kern: in
+// admhnd_levering): under the strict policy it no longer holds back later handelingen of its
+// persons; it stays in fout. A 'release' row records door and note. All in one transaction,
+// which also wakes the publisher. Errors: ErrActorRequired, ErrNotFound, ErrNotFout,
+// ErrAlreadyReleased.
+func Release(ctx context.Context, db *sqlx.DB, l handeling.Layout, id int64, door, note string) error {
+	st := statementsFor(l)
+	return act(ctx, db, st, id, door, note, "release", func(ctx context.Context, tx *sqlx.Tx, released bool) error {
 		if released {
 			return ErrAlreadyReleased
 		}
-		if _, err := tx.ExecContext(ctx, releaseSQL, id); err != nil {
+		if _, err := tx.ExecContext(ctx, st.releaseSQL, id); err != nil {
 			return err
 		}
 		// The schema's trigger wakes the publisher only on a statuslev change; release does not
 		// change it, so notify its channel here.
-		_, err := tx.ExecContext(ctx, notifySQL, handeling.NotifyChannel)
+		_, err := tx.ExecContext(ctx, st.notifySQL, handeling.NotifyChannel)
 		return err
 	})
 }
 
 // act runs an operator action on a fout handeling, locked, with its audit row, in one
 // transaction.
-func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
+func act(ctx context.Context, db *sqlx.DB, st *statements, id int64, door, note, actie string,
 	change func(ctx context.Context, tx *sqlx.Tx, released bool) error) error {
 	door = strings.TrimSpace(door)
 	if door == "" {
@@ -190,7 +195,7 @@ func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	var status handeling.Status
 	var released bool
-	err = tx.QueryRowxContext(ctx, lockForActionSQL, id).
+	err = tx.QueryRowxContext(ctx, st.lockForActionSQL, id).
 		Scan(&status, &released)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s %d: %w", actie, id, ErrNotFound)
@@ -212,7 +217,7 @@ func act(ctx context.Context, db *sqlx.DB, id int64, door, note, actie string,
 	if note = strings.TrimSpace(note); note != "" {
 		toelichting = sql.NullString{String: note, Valid: true}
 	}
-	if _, err := tx.ExecContext(ctx, recordActionSQL,
+	if _, err := tx.ExecContext(ctx, st.recordActionSQL,
 		id, actie, door, toelichting); err != nil {
 		return fmt.Errorf("%s %d: audit: %w", actie, id, err)
 	}

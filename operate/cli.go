@@ -33,8 +33,8 @@ const usage = `usage:
 type CLI struct {
 	// DB is the publication's database.
 	DB *sqlx.DB
-	// Config is the publisher's configuration: status and fout show judge backlog and blocked
-	// persons by its rules.
+	// Config is the publisher's configuration: every command reads and writes the tables of
+	// its Layout, and status and fout show judge backlog and blocked persons by its rules.
 	Config OverviewConfig
 	// Actor names who acts when retry or release is given no --door. cmd/publicatie passes
 	// $SUDO_USER, else $USER, as the usage text says; empty, --door is required.
@@ -83,7 +83,7 @@ func (c CLI) fout(ctx context.Context, sub string, args []string, stdout io.Writ
 		if limit <= 0 {
 			return usageErr(name + ": --limit must be positive")
 		}
-		fs, err := ListFout(ctx, c.DB, limit)
+		fs, err := ListFout(ctx, c.DB, c.Config.Layout, limit)
 		if err != nil {
 			return err
 		}
@@ -122,13 +122,13 @@ func (c CLI) fout(ctx context.Context, sub string, args []string, stdout io.Writ
 			return fmt.Errorf("%w: %s: --door NAME is required ($SUDO_USER and $USER are empty): %w", ErrUsage, name, ErrActorRequired)
 		}
 		if sub == "retry" {
-			if err := Retry(ctx, c.DB, id, door, note); err != nil {
+			if err := Retry(ctx, c.DB, c.Config.Layout, id, door, note); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "handeling %d retried by %s: it is te leveren again; the publisher delivers it in its place.\n", id, door)
 			return nil
 		}
-		if err := Release(ctx, c.DB, id, door, note); err != nil {
+		if err := Release(ctx, c.DB, c.Config.Layout, id, door, note); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "handeling %d released by %s: it stays fout; later handelingen of its persons may pass it now.\n", id, door)

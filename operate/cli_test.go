@@ -71,7 +71,8 @@ func wantText(t *testing.T, what, got, want string) {
 func TestCLIStatus(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
-	wantText(t, "status", masked(mustCLI(t, operate.CLI{DB: db}, "status")), `publicatie status at YYYY-MM-DD hh:mm:ss.fff (database clock)
+	// The kern layout names soort 37 as kern.srtadmhnd does.
+	wantText(t, "status", masked(mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, "status")), strings.Replace(`publicatie status at YYYY-MM-DD hh:mm:ss.fff (database clock)
 cluster default, fout policy strict, excluded GBA_INITIELE_VULLING
 
 backlog (te leveren)   5
@@ -101,13 +102,13 @@ fout handelingen: 4
   1   HUWELIJK    YYYY-MM-DD hh:mm:ss  1         no        afnemerindicatie ontbreekt voor persoon 1
 
   publicatie fout show ID | fout retry ID --door NAME | fout release ID --door NAME
-`)
+`, load.ExcludedSoort, brptest.Layout().DefaultExcluded()[0], 1))
 
 	// Another configuration, no lease, nothing blocked, and more than the rows shown.
 	empty, _ := brptest.DB(t)
 	sqlExec(t, empty, `insert into publicatie_lease (cluster, holder, epoch, heartbeat, acquired)
 		values ('west', '', 7, now() - interval '90 seconds', now() - interval '1 hour')`)
-	wantText(t, "status of an empty database", masked(mustCLI(t, operate.CLI{DB: empty, Config: operate.OverviewConfig{Excluded: []string{}, FoutPolicy: "skip", Cluster: "west"}}, "status")),
+	wantText(t, "status of an empty database", masked(mustCLI(t, operate.CLI{DB: empty, Config: operate.OverviewConfig{Layout: brptest.Layout(), Excluded: []string{}, FoutPolicy: "skip", Cluster: "west"}}, "status")),
 		`publicatie status at YYYY-MM-DD hh:mm:ss.fff (database clock)
 cluster west, fout policy skip, excluded none
 
@@ -137,7 +138,7 @@ fout handelingen: 0
 		t.Fatal(err)
 	}
 	sqlExec(t, empty, `update admhnd set statuslev = 'fout', foutreden = 'x' where id < 200`)
-	out := mustCLI(t, operate.CLI{DB: empty}, "status")
+	out := mustCLI(t, operate.CLI{DB: empty, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, "status")
 	for _, want := range []string{"\nblocked persons: 10\n", "  ... 2 more on the status page\n", "\nfout handelingen: 10\n", "  ... 2 more: publicatie fout list\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status with 10 blocked and fout does not say %q:\n%s", want, out)
@@ -150,7 +151,7 @@ fout handelingen: 0
 
 func TestCLIFoutList(t *testing.T) {
 	db, _ := brptest.DB(t)
-	c := operate.CLI{DB: db}
+	c := operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}
 	wantText(t, "fout list of nothing", mustCLI(t, c, "fout", "list"), "no handelingen in fout\n")
 	craft(t, db)
 	long := strings.Repeat("lange reden ", 10)
@@ -178,7 +179,7 @@ func TestCLIFoutList(t *testing.T) {
 func TestCLIFoutShow(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
-	c := operate.CLI{DB: db}
+	c := operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}
 	wantText(t, "fout show 15", masked(mustCLI(t, c, "fout", "show", "15")), `handeling   15
 soort       HUWELIJK
 registered  YYYY-MM-DD hh:mm:ss.fff
@@ -199,7 +200,7 @@ commands
 		t.Errorf("fout show does not show tsreg in local time:\n%s", out)
 	}
 	// Under skip it holds nothing back.
-	if out := mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{FoutPolicy: "skip"}}, "fout", "show", "15"); !strings.Contains(out, "holds back  0 waiting handeling(en)\n\nhistory") {
+	if out := mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout(), FoutPolicy: "skip"}}, "fout", "show", "15"); !strings.Contains(out, "holds back  0 waiting handeling(en)\n\nhistory") {
 		t.Errorf("fout show under skip:\n%s", out)
 	}
 
@@ -261,7 +262,7 @@ history (0)
 func TestCLIRetryAndRelease(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
-	c := operate.CLI{DB: db, Actor: "from-env"}
+	c := operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}, Actor: "from-env"}
 	// Flags before or after the ID; --door defaults to CLI.Actor.
 	wantText(t, "retry", mustCLI(t, c, "fout", "retry", "--note", "afnemer hersteld", "1", "--door", "alice"),
 		"handeling 1 retried by alice: it is te leveren again; the publisher delivers it in its place.\n")
@@ -282,8 +283,8 @@ func TestCLIRetryAndRelease(t *testing.T) {
 		cli  operate.CLI
 		args []string
 	}{
-		{operate.CLI{DB: db}, []string{"fout", "retry", "9"}},
-		{operate.CLI{DB: db, Actor: "from-env"}, []string{"fout", "release", "9", "--door", " "}},
+		{operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, []string{"fout", "retry", "9"}},
+		{operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}, Actor: "from-env"}, []string{"fout", "release", "9", "--door", " "}},
 	} {
 		out, err := cli(t, c.cli, c.args...)
 		if !errors.Is(err, operate.ErrUsage) || !errors.Is(err, operate.ErrActorRequired) || out != "" ||
@@ -300,7 +301,7 @@ func TestCLIRetryAndRelease(t *testing.T) {
 		{[]string{"fout", "retry", "999", "--door", "a"}, operate.ErrNotFound},
 		{[]string{"fout", "release", "15", "--door", "a"}, operate.ErrAlreadyReleased},
 	} {
-		out, err := cli(t, operate.CLI{DB: db}, c.args...)
+		out, err := cli(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, c.args...)
 		if !errors.Is(err, c.want) || errors.Is(err, operate.ErrUsage) || out != "" {
 			t.Errorf("%v: %v, output %q; want %v", c.args, err, out, c.want)
 		}
@@ -313,7 +314,7 @@ func TestCLIRetryAndRelease(t *testing.T) {
 func TestCLIUsage(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
-	c := operate.CLI{DB: db, Actor: "someone"}
+	c := operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}, Actor: "someone"}
 	for _, tc := range []struct {
 		args []string
 		says string
@@ -378,7 +379,7 @@ func TestCLIWritesNoControlCharacters(t *testing.T) {
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = E'afge\nwezen\x07' where id = 1`)
 	sqlExec(t, db, `insert into publicatie_lease (cluster, holder, epoch, heartbeat, acquired)
 		values ('default', E'host\b\b\bevil', 1, now(), now())`)
-	c := operate.CLI{DB: db}
+	c := operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}
 	mustCLI(t, c, "fout", "retry", "1", "--door", "mallory\x1b]0;", "--note", "note\x07")
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = E'afge\nwezen\x07' where id = 1`)
 	checkControl(t, c, []string{"status"}, "OVER [2JLIJDEN", "afge wezen ", "host   evil leads")

@@ -18,7 +18,7 @@ func TestOverviewHeldAndDeliveryDelay(t *testing.T) {
 	db, _ := brptest.DB(t)
 	craft(t, db)
 	ctx := context.Background()
-	o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{})
+	o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{Layout: brptest.Layout()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,19 +32,19 @@ func TestOverviewHeldAndDeliveryDelay(t *testing.T) {
 	if o.Future != 0 || o.FirstFuture != nil {
 		t.Errorf("future %d %+v, want none", o.Future, o.FirstFuture)
 	}
-	if o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{FoutPolicy: "skip"}); err != nil || o.HeldBehindFout != 0 {
+	if o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{Layout: brptest.Layout(), FoutPolicy: "skip"}); err != nil || o.HeldBehindFout != 0 {
 		t.Errorf("under skip: held %d (%v), want 0", o.HeldBehindFout, err)
 	}
 	// Nothing delivered in the last 5 minutes: no delay, and the page and the command say so.
 	db.MustExec(`update admhnd set tslev = now() - interval '6 minutes' where tslev > now() - interval '6 minutes'`)
-	if o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{}); err != nil || o.DeliveryDelay != nil {
+	if o, err := operate.ReadOverview(ctx, db, operate.OverviewConfig{Layout: brptest.Layout()}); err != nil || o.DeliveryDelay != nil {
 		t.Errorf("no recent deliveries: delay %+v (%v), want nil", o.DeliveryDelay, err)
 	}
 	srv, _ := servePages(t, db, nil)
 	if code, body := get(t, srv.URL+"/"); code != http.StatusOK || !strings.Contains(body, "no deliveries in the last 5 minutes") {
 		t.Errorf("GET /: %d, no word of the missing deliveries:\n%s", code, body)
 	}
-	if out := mustCLI(t, operate.CLI{DB: db}, "status"); !strings.Contains(out, "\ndelivery delay      no deliveries in the last 5 minutes\n") {
+	if out := mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, "status"); !strings.Contains(out, "\ndelivery delay      no deliveries in the last 5 minutes\n") {
 		t.Errorf("status:\n%s", out)
 	}
 }
@@ -65,7 +65,7 @@ func TestHeldBehindFoutShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	sqlExec(t, db, `update admhnd set statuslev = 'fout', foutreden = 'x' where id = 1`)
-	out := mustCLI(t, operate.CLI{DB: db}, "status")
+	out := mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, "status")
 	if !strings.Contains(out, "\nheld behind fout       101  handeling(en) of 2 person(s), also through multi-person handelingen\n") ||
 		!strings.Contains(out, "\nblocked persons: 1\n") {
 		t.Errorf("status:\n%s", out)
@@ -90,7 +90,7 @@ func TestFutureHandelingShown(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	o, err := operate.ReadOverview(context.Background(), db, operate.OverviewConfig{})
+	o, err := operate.ReadOverview(context.Background(), db, operate.OverviewConfig{Layout: brptest.Layout()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestFutureHandelingShown(t *testing.T) {
 	if o.Oldest == nil || o.Oldest.ID != 12 || o.Oldest.AgeSeconds < 55 {
 		t.Fatalf("oldest %+v, want 12, a minute old", o.Oldest)
 	}
-	out := masked(mustCLI(t, operate.CLI{DB: db}, "status"))
+	out := masked(mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, "status"))
 	for _, want := range []string{
 		"\nin the future          1  tsreg over 5s ahead of the database clock\n",
 		"\nfirst in the future 4711 GEBOORTE, registered YYYY-MM-DD hh:mm:ss.fff, ahead AGE: waits until then\n",
@@ -118,11 +118,11 @@ func TestFutureHandelingShown(t *testing.T) {
 	}
 
 	sqlExec(t, db, `update admhnd set statuslev = 'geleverd', tslev = now() where id = 12`)
-	o, err = operate.ReadOverview(context.Background(), db, operate.OverviewConfig{})
+	o, err = operate.ReadOverview(context.Background(), db, operate.OverviewConfig{Layout: brptest.Layout()})
 	if err != nil || o.Oldest != nil || o.Future != 1 {
 		t.Fatalf("only 4711 left: oldest %+v, future %d (%v); want none and 1", o.Oldest, o.Future, err)
 	}
-	if out := mustCLI(t, operate.CLI{DB: db}, "status"); !strings.Contains(out, "\noldest undelivered  none\n") || strings.Contains(out, "age never") {
+	if out := mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, "status"); !strings.Contains(out, "\noldest undelivered  none\n") || strings.Contains(out, "age never") {
 		t.Errorf("status with only a handeling in the future:\n%s", out)
 	}
 	if _, body := get(t, srv.URL+"/"); !strings.Contains(body, "Only handelingen registered in the future wait.") {

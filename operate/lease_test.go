@@ -42,7 +42,7 @@ func TestLeaseStatesShown(t *testing.T) {
 		if c.row != "" {
 			sqlExec(t, db, `insert into publicatie_lease (cluster, holder, epoch, heartbeat) values ('default', `+c.row+`)`)
 		}
-		out := masked(mustCLI(t, operate.CLI{DB: db}, "status"))
+		out := masked(mustCLI(t, operate.CLI{DB: db, Config: operate.OverviewConfig{Layout: brptest.Layout()}}, "status"))
 		if !strings.Contains(out, "\n"+c.text+"\n") {
 			t.Errorf("%s: publicatie status says\n%s\nwant the line\n%s", c.name, out, c.text)
 		}

@@ -7,8 +7,9 @@
 // (publicatie status, publicatie fout ...): it parses the operator's arguments and writes text.
 //
 // Every query reads open work through the schema's partial indexes (statuslev is null,
-// in_levering, fout), so its cost does not grow with the delivered history; the two exceptions
-// are marked where they are made.
+// in_levering, fout; kern: 1, 3, 5), so its cost does not grow with the delivered history; the
+// two exceptions are marked where they are made. The statements are those of the configured
+// database layout (OverviewConfig.Layout; statements.go).
 package operate
 
 import (
@@ -27,8 +28,13 @@ import (
 // OverviewConfig says how the publisher is configured: the overview judges backlog and blocked
 // persons by the same rules. The zero value is the publisher's default configuration.
 type OverviewConfig struct {
-	// Excluded are the soorten never delivered: not backlog, never blocking. Nil means
-	// handeling.DefaultExcluded(); an empty non-nil slice excludes nothing.
+	// Layout says which tables hold the handelingen (BRP_DATABASE_LAYOUT): the publisher's
+	// publicatie.Config.Layout. Zero means handeling.Contract.
+	Layout handeling.Layout
+	// Excluded are the soorten never delivered: not backlog, never blocking, by the names they
+	// have in Layout (kern: kern.srtadmhnd.naam). Nil means Layout.DefaultExcluded(); an empty
+	// non-nil slice excludes nothing. (In the kern layout bijhouding registers the initial load
+	// as niet leveren, status 2, which is never delivered whatever is excluded.)
 	Excluded []string
 	// FoutPolicy is handeling.Strict (an unreleased fout handeling holds back its persons) or
 	// handeling.Skip. Empty means Strict.
@@ -40,10 +46,14 @@ type OverviewConfig struct {
 // ErrConfig is wrapped by errors about an invalid OverviewConfig.
 var ErrConfig = errors.New("operate: invalid config")
 
-// withDefaults fills in the defaults and checks the policy.
+// withDefaults fills in the defaults and checks the layout and the policy.
 func (c OverviewConfig) withDefaults() (OverviewConfig, error) {
+	if !c.Layout.Valid() {
+		return c, fmt.Errorf("%w: Layout %q must be %s or %s", ErrConfig, c.Layout, handeling.Contract, handeling.Kern)
+	}
+	c.Layout = c.Layout.Or()
 	if c.Excluded == nil {
-		c.Excluded = handeling.DefaultExcluded()
+		c.Excluded = c.Layout.DefaultExcluded()
 	}
 	if c.FoutPolicy == "" {
 		c.FoutPolicy = handeling.Strict
@@ -139,13 +149,13 @@ type HorizonTransaction struct {
 }
 
 // readHorizon reads the Horizon.
-func readHorizon(ctx context.Context, q sqlx.QueryerContext) (Horizon, error) {
+func readHorizon(ctx context.Context, q sqlx.QueryerContext, st *statements) (Horizon, error) {
 	var hz Horizon
 	var pid sql.NullInt64
 	var app, state, wait sql.NullString
 	var age sql.NullFloat64
 	var registers sql.NullBool
-	err := q.QueryRowxContext(ctx, horizonSQL).Scan(&hz.MarginSeconds, &hz.MaxLeadSeconds, &hz.MaxWaitSeconds,
+	err := q.QueryRowxContext(ctx, st.horizonSQL).Scan(&hz.MarginSeconds, &hz.MaxLeadSeconds, &hz.MaxWaitSeconds,
 		&pid, &app, &state, &wait, &age, &registers)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -226,8 +236,8 @@ const (
 )
 
 // ReadOverview reads the overview in one read-only repeatable-read transaction, so all numbers
-// belong to the same snapshot. cfg must describe the running publisher; an invalid FoutPolicy
-// is an error wrapping ErrConfig.
+// belong to the same snapshot. cfg must describe the running publisher; an invalid Layout or
+// FoutPolicy is an error wrapping ErrConfig.
 func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overview, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -240,8 +250,9 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 
+	st := statementsFor(cfg.Layout)
 	excluded := pq.Array(cfg.Excluded)
-	n, err := handeling.ReadCounts(ctx, tx, cfg.Excluded, true)
+	n, err := handeling.ReadCounts(ctx, tx, cfg.Layout, cfg.Excluded, true)
 	if err != nil {
 		return o, fmt.Errorf("overview: %w", err)
 	}
@@ -251,7 +262,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	// Deliveries per minute, through the index on tslev of the delivered ones (migration 0005):
 	// only the last 10 minutes are read, never the delivered history.
 	o.DeliveredPerMinute = make([]int64, 10)
-	rows, err := tx.QueryContext(ctx, deliveredPerMinuteSQL)
+	rows, err := tx.QueryContext(ctx, st.deliveredPerMinuteSQL)
 	if err != nil {
 		return o, fmt.Errorf("overview: deliveries per minute: %w", err)
 	}
@@ -268,12 +279,12 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 		return o, fmt.Errorf("overview: deliveries per minute: %w", err)
 	}
 	o.DeliveredLastMinute = o.DeliveredPerMinute[9]
-	if o.DeliveryDelay, err = readDeliveryDelay(ctx, tx); err != nil {
+	if o.DeliveryDelay, err = readDeliveryDelay(ctx, tx, st); err != nil {
 		return o, err
 	}
 
 	var old Undelivered
-	err = tx.QueryRowxContext(ctx, oldestUndeliveredSQL, excluded).
+	err = tx.QueryRowxContext(ctx, st.oldestUndeliveredSQL, excluded).
 		Scan(&old.ID, &old.Soort, &old.Tsreg, &old.AgeSeconds, &old.Statuslev)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -285,7 +296,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	if o.Future > 0 {
 		// The earliest: the first entry of the index of open work after now() + FutureSkew.
 		var f FutureHandeling
-		err = tx.QueryRowxContext(ctx, firstFutureSQL, excluded, handeling.FutureSkew.Seconds()).Scan(&f.ID, &f.Soort, &f.Tsreg, &f.AheadSeconds)
+		err = tx.QueryRowxContext(ctx, st.firstFutureSQL, excluded, handeling.FutureSkew.Seconds()).Scan(&f.ID, &f.Soort, &f.Tsreg, &f.AheadSeconds)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -294,7 +305,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 			o.FirstFuture = &f
 		}
 	}
-	held, err := handeling.ReadHeld(ctx, tx, cfg.Excluded, cfg.FoutPolicy == handeling.Strict)
+	held, err := handeling.ReadHeld(ctx, tx, cfg.Layout, cfg.Excluded, cfg.FoutPolicy == handeling.Strict)
 	if err != nil {
 		return o, fmt.Errorf("overview: %w", err)
 	}
@@ -303,13 +314,13 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	if o.Blocked, o.BlockedTotal, err = readBlocked(ctx, tx, cfg, maxBlocked); err != nil {
 		return o, err
 	}
-	if o.Fouten, err = listFout(ctx, tx, maxFouten); err != nil {
+	if o.Fouten, err = listFout(ctx, tx, st, maxFouten); err != nil {
 		return o, err
 	}
 	if o.Lease, err = handeling.ReadLease(ctx, tx, cfg.Cluster); err != nil {
 		return o, fmt.Errorf("overview: %w", err)
 	}
-	if o.Horizon, err = readHorizon(ctx, tx); err != nil {
+	if o.Horizon, err = readHorizon(ctx, tx, st); err != nil {
 		return o, err
 	}
 	return o, nil
@@ -318,10 +329,10 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 // readDeliveryDelay reads DeliveryDelay over the handelingen delivered in the last
 // delayWindow, through the index on tslev of the delivered ones (migration 0005): it reads
 // the window only, never the delivered history.
-func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext) (*DeliveryDelay, error) {
+func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext, st *statements) (*DeliveryDelay, error) {
 	var d DeliveryDelay
 	var p50, p99 sql.NullFloat64
-	err := q.QueryRowxContext(ctx, deliveryDelaySQL, delayWindow.Seconds()).Scan(&d.Deliveries, &p50, &p99)
+	err := q.QueryRowxContext(ctx, st.deliveryDelaySQL, delayWindow.Seconds()).Scan(&d.Deliveries, &p50, &p99)
 	if err != nil {
 		return nil, fmt.Errorf("overview: delivery delay: %w", err)
 	}
@@ -336,9 +347,10 @@ func readDeliveryDelay(ctx context.Context, q sqlx.QueryerContext) (*DeliveryDel
 // by the publisher's own rule (publicatie_blocks: in levering, or under the strict policy an
 // unreleased fout one) with at least one waiting handeling. The blocking handelingen are few
 // (at most MAXINLEVERING plus the fout ones); each person's waiting ones are counted through
-// admhnd_persoon's persoon index.
+// admhnd_persoon's persoon index (kern: kern.his_persafgeleidadministrati's). cfg has its
+// defaults.
 func readBlocked(ctx context.Context, q sqlx.QueryerContext, cfg OverviewConfig, limit int) ([]BlockedPerson, int64, error) {
-	rows, err := q.QueryContext(ctx, blockedPersonsSQL, pq.Array(cfg.Excluded), cfg.FoutPolicy == handeling.Strict, limit)
+	rows, err := q.QueryContext(ctx, statementsFor(cfg.Layout).blockedPersonsSQL, pq.Array(cfg.Excluded), cfg.FoutPolicy == handeling.Strict, limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("overview: blocked persons: %w", err)
 	}

@@ -3,32 +3,66 @@ package operate
 import (
 	"embed"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/sqltext"
 )
 
 // The operator pages' statements, each a complete text in sql/; the rules they apply are the
-// schema's SQL functions (migration 0013).
+// schema's SQL functions (migration 0013; the kern layout's in schema/kern). sql/kern/ holds
+// the kern layout's own statements (package sqltext): those on kern.admhnd and its persons;
+// the others touch only the service's own tables and serve both layouts.
 //
-//go:embed sql/*.sql
-var sqlFiles embed.FS
+//go:embed sql/*.sql sql/kern/*.sql
+var sqlDir embed.FS
 
-var statements = sqltext.New(sqlFiles)
+var files = sqltext.New(sqlDir)
 
-var (
-	deliveredPerMinuteSQL = statements.Get("delivered_per_minute.sql")
-	deliveryDelaySQL      = statements.Get("delivery_delay.sql")
-	oldestUndeliveredSQL  = statements.Get("oldest_undelivered.sql")
-	firstFutureSQL        = statements.Get("first_future.sql")
-	blockedPersonsSQL     = statements.Get("blocked_persons.sql")
-	horizonSQL            = statements.Get("horizon.sql")
-	listFoutSQL           = statements.Get("list_fout.sql")
-	showSQL               = statements.Get("show.sql")
-	auditSQL              = statements.Get("audit.sql")
-	heldBackSQL           = statements.Get("held_back.sql")
-	overtakenSQL          = statements.Get("overtaken.sql")
-	retrySQL              = statements.Get("retry.sql")
-	releaseSQL            = statements.Get("release.sql")
-	lockForActionSQL      = statements.Get("lock_for_action.sql")
-	recordActionSQL       = statements.Get("record_action.sql")
-	notifySQL             = statements.Get("notify.sql")
-)
+// statements are the operator pages' statements in one layout.
+type statements struct {
+	deliveredPerMinuteSQL string
+	deliveryDelaySQL      string
+	oldestUndeliveredSQL  string
+	firstFutureSQL        string
+	blockedPersonsSQL     string
+	horizonSQL            string
+	listFoutSQL           string
+	showSQL               string
+	auditSQL              string
+	heldBackSQL           string
+	overtakenSQL          string
+	retrySQL              string
+	releaseSQL            string
+	lockForActionSQL      string
+	recordActionSQL       string
+	notifySQL             string
+}
+
+func loadStatements(l handeling.Layout) *statements {
+	get := func(name string) string { return files.GetIn(l.Dir(), name) }
+	return &statements{
+		deliveredPerMinuteSQL: get("delivered_per_minute.sql"),
+		deliveryDelaySQL:      get("delivery_delay.sql"),
+		oldestUndeliveredSQL:  get("oldest_undelivered.sql"),
+		firstFutureSQL:        get("first_future.sql"),
+		blockedPersonsSQL:     get("blocked_persons.sql"),
+		horizonSQL:            get("horizon.sql"),
+		listFoutSQL:           get("list_fout.sql"),
+		showSQL:               get("show.sql"),
+		auditSQL:              get("audit.sql"),
+		heldBackSQL:           get("held_back.sql"),
+		overtakenSQL:          get("overtaken.sql"),
+		retrySQL:              get("retry.sql"),
+		releaseSQL:            get("release.sql"),
+		lockForActionSQL:      get("lock_for_action.sql"),
+		recordActionSQL:       get("record_action.sql"),
+		notifySQL:             get("notify.sql"),
+	}
+}
+
+var byLayout = map[handeling.Layout]*statements{
+	handeling.Contract: loadStatements(handeling.Contract),
+	handeling.Kern:     loadStatements(handeling.Kern),
+}
+
+// statementsFor returns the statements of layout l (zero: the contract's).
+func statementsFor(l handeling.Layout) *statements { return byLayout[l.Or()] }

@@ -75,8 +75,12 @@ type Config struct {
 	// at most MaxWait plus the lead margin (at most MaxLead). At least LateWriterGrace. Default
 	// DefaultMaxWait.
 	MaxWait time.Duration
-	// Excluded lists soorten that are never published and never block anyone.
-	// Nil means handeling.DefaultExcluded(); an empty non-nil slice excludes nothing.
+	// Layout says which tables hold the handelingen (BRP_DATABASE_LAYOUT). Default
+	// handeling.Contract.
+	Layout handeling.Layout
+	// Excluded lists soorten that are never published and never block anyone, by the name
+	// their soort has in Layout (kern: kern.srtadmhnd.naam). Nil means Layout's default
+	// (handeling.Layout.DefaultExcluded); an empty non-nil slice excludes nothing.
 	Excluded []string
 	// FoutPolicy decides whether fout handelingen block their persons. Default handeling.Strict.
 	FoutPolicy handeling.FoutPolicy
@@ -198,7 +202,7 @@ func (c *Config) setDefaults() {
 		c.MaxWait = DefaultMaxWait
 	}
 	if c.Excluded == nil {
-		c.Excluded = handeling.DefaultExcluded()
+		c.Excluded = c.Layout.DefaultExcluded()
 	}
 	if c.FoutPolicy == "" {
 		c.FoutPolicy = handeling.Strict
@@ -260,6 +264,8 @@ func (c Config) validate() error {
 		}
 	}
 	switch {
+	case !c.Layout.Valid():
+		return bad("Layout", c.Layout, "expected %s or %s", handeling.Contract, handeling.Kern)
 	case !c.FoutPolicy.Valid():
 		return bad("FoutPolicy", c.FoutPolicy, "expected %s or %s", handeling.Strict, handeling.Skip)
 	case len(c.Cluster) > maxCluster:

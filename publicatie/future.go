@@ -63,7 +63,7 @@ func (p *Publisher) checkFuture(ctx context.Context) {
 	f.last = time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	rows, err := p.db.QueryContext(ctx, futureSQL, pq.Array(p.cfg.Excluded), futureLimit, handeling.FutureSkew.Seconds())
+	rows, err := p.db.QueryContext(ctx, p.sql.futureSQL, pq.Array(p.cfg.Excluded), futureLimit, handeling.FutureSkew.Seconds())
 	if err != nil {
 		p.log.Debug("checking for handelingen registered in the future failed", slog.Any("error", err))
 		return

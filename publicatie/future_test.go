@@ -74,7 +74,7 @@ func TestFutureHandelingCountedLoggedOnce(t *testing.T) {
 	)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewBacklogCollector(e.db, handeling.DefaultExcluded(), 1000))
+	reg.MustRegister(NewBacklogCollector(e.db, brptest.Layout(), handeling.DefaultExcluded(), 1000))
 	gauge := func(name string) float64 {
 		t.Helper()
 		fams, err := reg.Gather()
@@ -95,7 +95,7 @@ func TestFutureHandelingCountedLoggedOnce(t *testing.T) {
 	if age := gauge("oldest_undelivered_age_seconds"); age < 55 || age > 120 {
 		t.Errorf("oldest_undelivered_age_seconds %v, want the minute of handeling 3", age)
 	}
-	if n := testutil.CollectAndCount(NewBacklogCollector(e.db, nil, 1000), "brp_levering_future_handelingen"); n != 1 {
+	if n := testutil.CollectAndCount(NewBacklogCollector(e.db, brptest.Layout(), nil, 1000), "brp_levering_future_handelingen"); n != 1 {
 		t.Errorf("%d future_handelingen series, want 1", n)
 	}
 

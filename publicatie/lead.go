@@ -129,7 +129,7 @@ func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, 
 		rate = cur.sampleRate
 	}
 	hold := leadHoldFor(w.cfg.MaxLead, w.cfg.MaxWait)
-	if _, err := q.ExecContext(ctx, leadSQL, want.Seconds(), w.cfg.MaxLead.Seconds(), hold.Seconds(), w.cfg.MaxWait.Seconds(),
+	if _, err := q.ExecContext(ctx, w.sql.leadSQL, want.Seconds(), w.cfg.MaxLead.Seconds(), hold.Seconds(), w.cfg.MaxWait.Seconds(),
 		rate, leadSampleLease.Seconds()); err != nil {
 		return fmt.Errorf("lead margin: %w", err)
 	}

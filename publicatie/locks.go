@@ -7,8 +7,8 @@ import (
 
 // lockRoundTables takes the round's table locks (roundLocksSQL). The statement has no
 // parameters and is not in roundSQL: it must run unprepared, planned each time.
-func lockRoundTables(ctx context.Context, q querier) error {
-	if _, err := q.ExecContext(ctx, roundLocksSQL); err != nil {
+func (s *statements) lockRoundTables(ctx context.Context, q querier) error {
+	if _, err := q.ExecContext(ctx, s.roundLocksSQL); err != nil {
 		return fmt.Errorf("lock the round's tables (a REINDEX, CREATE INDEX or VACUUM FULL of one of them holds them until it ends): %w", err)
 	}
 	return nil

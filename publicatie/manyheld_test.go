@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/brptest"
 )
 
 // insertHeld registers n persons (from 1) each with a handeling in status first and a later
@@ -14,6 +15,10 @@ import (
 // round had read them.
 func (e *roundEnv) insertHeld(n int, first string) {
 	e.t.Helper()
+	if brptest.Layout() == handeling.Kern {
+		e.insertHeldKern(n, first)
+		return
+	}
 	e.db.MustExec(`insert into admhnd (id, soort, tsreg, statuslev, foutreden, tspub)
 		select i, 'VERHUIZING', $2::timestamptz + make_interval(secs => i / 1000.0), $3,
 		       case when $4 then 'test' end, now()
@@ -27,16 +32,40 @@ func (e *roundEnv) insertHeld(n int, first string) {
 	e.db.MustExec(`analyze admhnd, admhnd_persoon`)
 }
 
+// insertHeldKern is insertHeld on the kern tables themselves: the test views write them a
+// person at a time, too slow for 100,000.
+func (e *roundEnv) insertHeldKern(n int, first string) {
+	e.t.Helper()
+	status := map[string]int{"fout": 5, "in_levering": 3}[first]
+	e.db.MustExec(`insert into kern.pers (id) select i from generate_series(1, $1::int + 1) i on conflict do nothing`, n)
+	e.db.MustExec(`insert into kern.admhnd (id, srt, partij, tsreg, statuslev)
+		select i, 1, 1, $2::timestamptz + make_interval(secs => i / 1000.0), case when i <= $1::int then $3::smallint else 1 end
+		from generate_series(1, 2 * $1::int) i`, n, t0, status)
+	e.db.MustExec(`insert into admhnd_levering (admhnd_id, tspub, foutreden)
+		select i, now(), case when $2 then 'test' end from generate_series(1, $1::int) i`, n, first == "fout")
+	e.db.MustExec(`insert into kern.actie (id, admhnd, tsreg) select id, id, tsreg from kern.admhnd where id <= 2 * $1::int`, n)
+	e.db.MustExec(`select setval('kern.seq_actie', 2 * $1::int)`, n)
+	e.db.MustExec(`insert into kern.his_persafgeleidadministrati (pers, tsreg, actieinh, admhnd, tslaatstewijz, sorteervolgorde)
+		select (id - 1) % $1::int + 1, tsreg, id, id, tsreg, 1 from kern.admhnd where id <= 2 * $1::int`, n)
+	e.db.MustExec(`delete from publicatie_nakomer`)
+	e.db.MustExec(`delete from publicatie_fout_changes`)
+	e.db.MustExec(`analyze kern.admhnd, kern.actie, kern.his_persafgeleidadministrati, admhnd_levering`)
+}
+
 // insertFree registers, after insertHeld(n), a handeling of person n+1 newer than all of
 // them, and returns its id.
 func (e *roundEnv) insertFree(n int) int64 {
 	e.t.Helper()
 	free := int64(2*n + 1)
-	e.db.MustExec(`with a as (insert into admhnd (id, soort, tsreg)
-		values ($1::bigint, 'VERHUIZING', $2::timestamptz + make_interval(secs => $1::bigint / 1000.0)) returning id)
-		insert into admhnd_persoon select id, $3 from a`, free, t0, n+1)
+	e.db.MustExec(`insert into admhnd (id, soort, tsreg)
+		values ($1::bigint, 'VERHUIZING', $2::timestamptz + make_interval(secs => $1::bigint / 1000.0))`, free, t0)
+	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values ($1, $2)`, free, n+1)
 	e.db.MustExec(`delete from publicatie_nakomer`)
-	e.db.MustExec(`analyze admhnd, admhnd_persoon`)
+	if brptest.Layout() == handeling.Kern {
+		e.db.MustExec(`analyze kern.admhnd, kern.actie, kern.his_persafgeleidadministrati`)
+	} else {
+		e.db.MustExec(`analyze admhnd, admhnd_persoon`)
+	}
 	return free
 }
 

@@ -113,6 +113,7 @@ func (m *metrics) setView(v *view) {
 // history. Register it in one process per database (the publisher does).
 type BacklogCollector struct {
 	db            *sqlx.DB
+	layout        handeling.Layout
 	excluded      []string
 	maxInLevering int
 	backlog       *prometheus.Desc
@@ -125,13 +126,14 @@ type BacklogCollector struct {
 	up            *prometheus.Desc
 }
 
-// NewBacklogCollector returns a collector over db; excluded are the soorten not delivered,
-// maxInLevering the publisher's cap on handelingen in levering (reported as it is).
-func NewBacklogCollector(db *sqlx.DB, excluded []string, maxInLevering int) *BacklogCollector {
+// NewBacklogCollector returns a collector over db, whose handelingen are in layout's tables;
+// excluded are the soorten not delivered (by their names in layout), maxInLevering the
+// publisher's cap on handelingen in levering (reported as it is).
+func NewBacklogCollector(db *sqlx.DB, layout handeling.Layout, excluded []string, maxInLevering int) *BacklogCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(handeling.MetricsNamespace, "", name), help, nil, nil)
 	}
-	return &BacklogCollector{db: db, excluded: excluded, maxInLevering: maxInLevering,
+	return &BacklogCollector{db: db, layout: layout, excluded: excluded, maxInLevering: maxInLevering,
 		backlog:    d("backlog_handelingen", "Handelingen still to be delivered (statuslev NULL, soort not excluded)."),
 		inLev:      d("in_levering_handelingen", "Handelingen in levering."),
 		maxInLev:   d("max_in_levering_handelingen", "The publisher's cap on handelingen in levering (MAXINLEVERING)."),
@@ -155,7 +157,7 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ch <- prometheus.MustNewConstMetric(c.maxInLev, prometheus.GaugeValue, float64(c.maxInLevering))
-	n, err := handeling.ReadCounts(ctx, c.db, c.excluded, false)
+	n, err := handeling.ReadCounts(ctx, c.db, c.layout, c.excluded, false)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return

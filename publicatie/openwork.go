@@ -19,6 +19,7 @@ const SweepInterval = 30 * time.Second
 // rebuilds. Only the round's goroutine uses it.
 type openWork struct {
 	cfg Config
+	sql *statements // of cfg.Layout
 	m   *metrics
 	log *slog.Logger
 
@@ -42,7 +43,7 @@ type openWork struct {
 }
 
 func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
-	return &openWork{cfg: cfg, m: m, log: log}
+	return &openWork{cfg: cfg, sql: statementsFor(cfg.Layout), m: m, log: log}
 }
 
 // forEpoch returns the view of epoch, a new empty one if the view belongs to another epoch
@@ -117,7 +118,7 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 	if err := w.reportLatePersons(ctx, q); err != nil {
 		return 0, false, err
 	}
-	refused, err := refuseOddTsreg(ctx, q, w.cfg.Excluded)
+	refused, err := w.sql.refuseOddTsreg(ctx, q, w.cfg.Excluded)
 	if err != nil {
 		return 0, false, err
 	}
@@ -127,7 +128,7 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 		w.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
 			slog.String("reason", handeling.FoutTsreg))
 	}
-	oldest, recordedLate, lateLeads, samples, err := readHerlees(ctx, q)
+	oldest, recordedLate, lateLeads, samples, err := w.sql.readHerlees(ctx, q)
 	if err != nil {
 		return 0, false, err
 	}
@@ -169,7 +170,7 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 // publicatie_nakomer holds, into v.
 func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.Time) (read, late int, full bool, err error) {
 	limit, budget := w.intakeBounds(v)
-	rows, cut, err := readIntake(ctx, q, w.cfg.Excluded, horizon, v.stand, limit, budget, w.recheck)
+	rows, cut, err := w.sql.readIntake(ctx, q, w.cfg.Excluded, horizon, v.stand, limit, budget, w.recheck)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -220,13 +221,13 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 func (w *openWork) followFout(ctx context.Context, q querier, v *view) error {
 	strict := w.cfg.FoutPolicy == handeling.Strict
 	if strict && v.holds == nil {
-		h, err := readHolds(ctx, q)
+		h, err := w.sql.readHolds(ctx, q)
 		if err != nil {
 			return err
 		}
 		v.holds = h
 	}
-	changes, err := readFoutChanges(ctx, q)
+	changes, err := w.sql.readFoutChanges(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func (w *openWork) intakeBounds(v *view) (limit, budget int) {
 // it) that nothing can undo. The log names the ids so an operator can find them, never the
 // persons.
 func (w *openWork) reportLatePersons(ctx context.Context, q querier) error {
-	found, err := readLatePersons(ctx, q)
+	found, err := w.sql.readLatePersons(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func (w *openWork) reportLatePersons(ctx context.Context, q querier) error {
 // sweep compares v with the database. When they disagree it starts the view again (the
 // caller's v is then stale; the next round builds on w.view).
 func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err error) {
-	n, xor, err := readChecksum(ctx, q, w.cfg.Excluded, v.stand)
+	n, xor, err := w.sql.readChecksum(ctx, q, w.cfg.Excluded, v.stand)
 	if err != nil {
 		return false, err
 	}
@@ -306,7 +307,7 @@ func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err 
 	if v.holds == nil {
 		return true, nil
 	}
-	n, xor, err = readHoldsChecksum(ctx, q)
+	n, xor, err = w.sql.readHoldsChecksum(ctx, q)
 	if err != nil {
 		return false, err
 	}

@@ -32,8 +32,8 @@ func TestRoundFindsRowsByID(t *testing.T) {
 		 select g, 'VERHUIZING', now() - interval '30 minutes' + g * interval '1 ms' from generate_series(1001, 51000) g`,
 		`insert into publicatie_nakomer (admhnd_id) values (5000), (6000)`,
 		`set plan_cache_mode = force_generic_plan`,
-		`prepare mark(bigint[]) as ` + markSQL,
-		`prepare intake(timestamptz, timestamptz, bigint, int, bigint[]) as ` + intakeDefaultSQL,
+		`prepare mark(bigint[]) as ` + testSQL().markSQL,
+		`prepare intake(timestamptz, timestamptz, bigint, int, bigint[]) as ` + testSQL().intakeDefaultSQL,
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)

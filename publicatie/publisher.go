@@ -51,6 +51,7 @@ const StandaloneWarning = `standalone mode: no polling cluster lease is used and
 // Publisher runs publication rounds while it holds its cluster's lease.
 type Publisher struct {
 	cfg  Config
+	sql  *statements // of cfg.Layout
 	db   *sqlx.DB
 	log  *slog.Logger
 	lead *elector
@@ -84,6 +85,7 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 	m.waitBound.Set((cfg.MaxWait + cfg.MaxLead).Seconds())
 	return &Publisher{
 		cfg: cfg,
+		sql: statementsFor(cfg.Layout),
 		db:  db,
 		log: log,
 		lead: &elector{lease: &lease{db: db, cluster: cfg.Cluster, holder: cfg.Instance, leaseTimeout: cfg.LeaseTimeout},
@@ -223,7 +225,7 @@ func (p *Publisher) next(l *roundLoop, more, sleep bool, err error) (wait time.D
 // pg_stat_activity: the horizon would then miss a late bijhouding transaction of another role.
 func (p *Publisher) checkHorizonPrivilege(ctx context.Context) {
 	var ok bool
-	err := p.db.GetContext(ctx, &ok, horizonPrivilegeSQL)
+	err := p.db.GetContext(ctx, &ok, p.sql.horizonPrivilegeSQL)
 	if err == nil && !ok {
 		p.log.Warn("this database role cannot see other roles' transactions; grant pg_read_all_stats to it, " +
 			"or a bijhouding transaction that commits late may be overtaken")

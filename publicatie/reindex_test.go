@@ -13,6 +13,8 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 )
 
@@ -26,6 +28,9 @@ import (
 // (3 in a run of 10 s), waiting for admhnd (refuseOddTsreg) or an index (readStale, readBlocked)
 // that a REINDEX held while it waited for an index the round held. Now nobody ends in a deadlock: not the
 // rounds, not the REINDEX, not bijhouding.
+//
+// On the kern layout only the rounds must stay out of deadlocks: the test views' registrations
+// write four kern tables and can deadlock with a REINDEX TABLE on their own.
 //
 // Left out: REINDEX INDEX CONCURRENTLY of admhnd's key followed by REINDEX TABLE admhnd, which
 // can deadlock bijhouding's late persons with the REINDEX (docs/operations.md, "REINDEX and
@@ -105,6 +110,12 @@ func TestRoundsBesideReindex(t *testing.T) {
 		`reindex table admhnd`, `reindex table admhnd_persoon`, `reindex index admhnd_in_levering_idx`,
 		`reindex table admhnd_persoon`, `reindex table concurrently admhnd`, `reindex table admhnd_persoon`,
 		`reindex table publicatie_toestand`, `reindex table concurrently admhnd_persoon`}
+	if brptest.Layout() == handeling.Kern {
+		forms = []string{`reindex index concurrently kern.his_persafgeleidadministrati_pkey`, `reindex table kern.his_persafgeleidadministrati`,
+			`reindex table kern.admhnd`, `reindex table kern.his_persafgeleidadministrati`, `reindex index kern.brp_levering_te_leveren_idx`,
+			`reindex table kern.his_persafgeleidadministrati`, `reindex table concurrently kern.admhnd`, `reindex table kern.his_persafgeleidadministrati`,
+			`reindex table publicatie_toestand`, `reindex table concurrently kern.his_persafgeleidadministrati`}
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -133,6 +144,14 @@ func TestRoundsBesideReindex(t *testing.T) {
 	}
 	wg.Wait()
 	for _, d := range deadlocks {
+		if brptest.Layout() == handeling.Kern && !strings.HasPrefix(d, "round:") {
+			// The test views register through four kern tables, in an order of their own,
+			// and a REINDEX TABLE of kern.his_persafgeleidadministrati can deadlock with
+			// that as with any writer of several tables (docs/kern.md); the rounds take no
+			// part in it.
+			t.Logf("deadlock outside the rounds: %s", d)
+			continue
+		}
 		t.Errorf("deadlock: %s", d)
 	}
 	t.Logf("%v; %d published", counts, published)
@@ -147,10 +166,15 @@ func TestRoundsBesideReindex(t *testing.T) {
 func TestRoundLocksSQL(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
-	e.db.MustExec(`reindex index concurrently admhnd_persoon_pkey`) // the key's oid is now the highest
+	kern := brptest.Layout() == handeling.Kern
+	if kern {
+		e.db.MustExec(`reindex index concurrently kern.his_persafgeleidadministrati_pkey`)
+	} else {
+		e.db.MustExec(`reindex index concurrently admhnd_persoon_pkey`) // the key's oid is now the highest
+	}
 	tx := e.db.MustBegin()
 	defer tx.Rollback() //nolint:errcheck
-	if err := lockRoundTables(context.Background(), e.pub.stmts.In(tx.Tx)); err != nil {
+	if err := e.pub.sql.lockRoundTables(context.Background(), e.pub.stmts.In(tx.Tx)); err != nil {
 		t.Fatal(err)
 	}
 	var held []string
@@ -163,6 +187,13 @@ func TestRoundLocksSQL(t *testing.T) {
 	want := []string{"admhnd RowExclusiveLock", "admhnd_persoon AccessShareLock", "admhnd_persoon_persoon_idx AccessShareLock",
 		"admhnd_persoon_pkey AccessShareLock", "publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
 		"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock", "publicatie_toestand RowExclusiveLock"}
+	if kern {
+		want = []string{"admhnd RowExclusiveLock", "admhnd_levering RowExclusiveLock", "his_persafgeleidadministrati AccessShareLock",
+			"his_persafgeleidadministrati_pkey AccessShareLock", "ix_his_persafgeleidadministrati_admhnd AccessShareLock",
+			"publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
+			"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock",
+			"publicatie_toestand RowExclusiveLock", "uc_his_persafgeleidadministrati_pers_tsreg AccessShareLock"}
+	}
 	if !slices.Equal(held, want) {
 		t.Fatalf("after roundLocksSQL the round holds\n%v\nwant\n%v", held, want)
 	}
@@ -190,12 +221,12 @@ func TestRoundLocksItsTablesFirst(t *testing.T) {
 	}
 	wantIDs(t, "the stale one again, then 2 and 3", e.round(), 1, 2, 3)
 	var want []string
-	m := regexp.MustCompile(`(?s)lock table (.+?) in row exclusive mode`).FindStringSubmatch(roundLocksSQL)
+	m := regexp.MustCompile(`(?s)lock table (.+?) in row exclusive mode`).FindStringSubmatch(testSQL().roundLocksSQL)
 	if m == nil {
-		t.Fatalf("roundLocksSQL locks no table: %s", roundLocksSQL)
+		t.Fatalf("roundLocksSQL locks no table: %s", testSQL().roundLocksSQL)
 	}
 	for _, f := range strings.Split(m[1], ",") {
-		want = append(want, strings.TrimSpace(f))
+		want = append(want, strings.TrimPrefix(strings.TrimSpace(f), "kern."))
 	}
 	slices.Sort(want)
 	if !slices.Equal(held, want) {

@@ -108,7 +108,7 @@ func (p *Publisher) sleeping(ctx context.Context, r *round) error {
 	if want == r.st.sleeping {
 		return nil
 	}
-	if _, err := r.q.ExecContext(ctx, sleepingSQL, want); err != nil {
+	if _, err := r.q.ExecContext(ctx, p.sql.sleepingSQL, want); err != nil {
 		return dbErr(fmt.Errorf("publicatie_toestand: %w", err))
 	}
 	p.work.dirty = true
@@ -121,7 +121,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	p.work.dirty = false
 	// An error here is the database being away: BeginTx reports it below, and what did not
 	// get prepared runs unprepared.
-	_ = p.stmts.Prepare(ctx, roundSQL...)
+	_ = p.stmts.Prepare(ctx, p.sql.roundSQL()...)
 	if err := p.lead.fence(ctx, p.stmts, epoch); err != nil {
 		return nil, err
 	}
@@ -132,23 +132,23 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	r.tx, r.q = tx, p.stmts.In(tx.Tx)
 	// A leader frozen inside a round must not hold its row locks forever: the database ends
 	// the session, and with it the round, after the lease timeout.
-	if _, err := r.q.ExecContext(ctx, roundTimeoutSQL, strconv.FormatInt(p.cfg.LeaseTimeout.Milliseconds(), 10)); err != nil {
+	if _, err := r.q.ExecContext(ctx, p.sql.roundTimeoutSQL, strconv.FormatInt(p.cfg.LeaseTimeout.Milliseconds(), 10)); err != nil {
 		return r, dbErr(err)
 	}
-	if err := lockRoundTables(ctx, r.q); err != nil {
+	if err := p.sql.lockRoundTables(ctx, r.q); err != nil {
 		return r, dbErr(err)
 	}
-	horizon, st, err := readHorizon(ctx, r.q)
+	horizon, st, err := p.sql.readHorizon(ctx, r.q)
 	if err != nil {
 		return r, dbErr(err)
 	}
 	r.st = st
 	p.m.horizonWait.Set(st.wait.seconds)
 	p.m.horizonTx.Set(st.wait.holder)
-	if r.inLevering, err = countInLevering(ctx, r.q); err != nil {
+	if r.inLevering, err = p.sql.countInLevering(ctx, r.q); err != nil {
 		return r, dbErr(err)
 	}
-	if r.stale, err = readStale(ctx, r.q, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering); err != nil {
+	if r.stale, err = p.sql.readStale(ctx, r.q, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering); err != nil {
 		return r, dbErr(err)
 	}
 	r.budget = p.cfg.MaxInLevering - r.inLevering
@@ -172,7 +172,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 // whose persons is blocked (in levering, or recorded since the intake), in groups, up to the
 // budget.
 func (p *Publisher) choose(ctx context.Context, r *round, v *view) error {
-	blocked, err := readBlocked(ctx, r.q, p.cfg.FoutPolicy == handeling.Strict)
+	blocked, err := p.sql.readBlocked(ctx, r.q, p.cfg.FoutPolicy == handeling.Strict)
 	if err != nil {
 		return dbErr(err)
 	}
@@ -192,10 +192,10 @@ func (p *Publisher) choose(ctx context.Context, r *round, v *view) error {
 // through publicatie_nakomer).
 func (p *Publisher) mark(ctx context.Context, r *round) (err error) {
 	stale := components(r.stale)
-	if r.republished, err = touchStale(ctx, r.q, ids(slices.Concat(stale...))); err != nil {
+	if r.republished, err = p.sql.touchStale(ctx, r.q, ids(slices.Concat(stale...))); err != nil {
 		return dbErr(err)
 	}
-	if r.marked, err = markInLevering(ctx, r.q, ids(r.keep)); err != nil {
+	if r.marked, err = p.sql.markInLevering(ctx, r.q, ids(r.keep)); err != nil {
 		return dbErr(err)
 	}
 	var bundles bundler
@@ -222,7 +222,7 @@ func (p *Publisher) mark(ctx context.Context, r *round) (err error) {
 			return err
 		}
 	}
-	if err := setBack(ctx, r.q, back); err != nil {
+	if err := p.sql.setBack(ctx, r.q, back); err != nil {
 		return dbErr(err)
 	}
 	if len(r.republished) > 0 {

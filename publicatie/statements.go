@@ -9,42 +9,87 @@ import (
 
 // The publisher's statements, each a complete text in sql/ that a reader can paste into psql;
 // what the file's comment says of it is not repeated here. The rules they share (what is to be
-// delivered, what blocks, the accepted tsreg) are SQL functions of the schema (migration 0013).
-// The statements on publicatie_lease are package handeling's, shared with the status page.
+// delivered, what blocks, the accepted tsreg) are SQL functions of the schema (migration 0013;
+// the kern layout's in schema/kern). The statements on publicatie_lease are package
+// handeling's, shared with the status page. sql/kern/ holds the kern layout's own statements
+// (package sqltext): those on kern.admhnd and its persons.
 //
-//go:embed sql/*.sql
-var sqlFiles embed.FS
+//go:embed sql/*.sql sql/kern/*.sql
+var sqlDir embed.FS
 
-var statements = sqltext.New(sqlFiles)
+var files = sqltext.New(sqlDir)
 
-var (
-	horizonSQL          = statements.Get("horizon.sql")
-	horizonPrivilegeSQL = statements.Get("horizon_privilege.sql")
-	roundTimeoutSQL     = statements.Get("round_timeout.sql")
-	roundLocksSQL       = statements.Get("round_locks.sql")
-	latePersonsSQL      = statements.Get("late_persons.sql")
-	herleesSQL          = statements.Get("herlees.sql")
-	leadSQL             = statements.Get("lead.sql")
-	sleepingSQL         = statements.Get("set_sleeping.sql")
-	intakeSQL           = statements.Get("intake.sql")
-	intakeDefaultSQL    = statements.Get("intake_default.sql")
-	checksumSQL         = statements.Get("checksum.sql")
-	checksumDefaultSQL  = statements.Get("checksum_default.sql")
-	blockedSQL          = statements.Get("blocked.sql")
-	holdsSQL            = statements.Get("holds.sql")
-	holdsChecksumSQL    = statements.Get("holds_checksum.sql")
-	foutChangesSQL      = statements.Get("fout_changes.sql")
-	countInLeveringSQL  = statements.Get("count_in_levering.sql")
-	staleSQL            = statements.Get("stale.sql")
-	touchStaleSQL       = statements.Get("touch_stale.sql")
-	markSQL             = statements.Get("mark.sql")
-	setBackSQL          = statements.Get("set_back.sql")
-	refuseOddTsregSQL   = statements.Get("refuse_odd_tsreg.sql")
-	futureSQL           = statements.Get("future.sql")
-)
+// statements are the publisher's statements in one layout.
+type statements struct {
+	layout handeling.Layout
+
+	horizonSQL          string
+	horizonPrivilegeSQL string
+	roundTimeoutSQL     string
+	roundLocksSQL       string
+	latePersonsSQL      string
+	herleesSQL          string
+	leadSQL             string
+	sleepingSQL         string
+	intakeSQL           string
+	intakeDefaultSQL    string
+	checksumSQL         string
+	checksumDefaultSQL  string
+	blockedSQL          string
+	holdsSQL            string
+	holdsChecksumSQL    string
+	foutChangesSQL      string
+	countInLeveringSQL  string
+	staleSQL            string
+	touchStaleSQL       string
+	markSQL             string
+	setBackSQL          string
+	refuseOddTsregSQL   string
+	futureSQL           string
+}
+
+func loadStatements(l handeling.Layout) *statements {
+	get := func(name string) string { return files.GetIn(l.Dir(), name) }
+	return &statements{
+		layout:              l.Or(),
+		horizonSQL:          get("horizon.sql"),
+		horizonPrivilegeSQL: get("horizon_privilege.sql"),
+		roundTimeoutSQL:     get("round_timeout.sql"),
+		roundLocksSQL:       get("round_locks.sql"),
+		latePersonsSQL:      get("late_persons.sql"),
+		herleesSQL:          get("herlees.sql"),
+		leadSQL:             get("lead.sql"),
+		sleepingSQL:         get("set_sleeping.sql"),
+		intakeSQL:           get("intake.sql"),
+		intakeDefaultSQL:    get("intake_default.sql"),
+		checksumSQL:         get("checksum.sql"),
+		checksumDefaultSQL:  get("checksum_default.sql"),
+		blockedSQL:          get("blocked.sql"),
+		holdsSQL:            get("holds.sql"),
+		holdsChecksumSQL:    get("holds_checksum.sql"),
+		foutChangesSQL:      get("fout_changes.sql"),
+		countInLeveringSQL:  get("count_in_levering.sql"),
+		staleSQL:            get("stale.sql"),
+		touchStaleSQL:       get("touch_stale.sql"),
+		markSQL:             get("mark.sql"),
+		setBackSQL:          get("set_back.sql"),
+		refuseOddTsregSQL:   get("refuse_odd_tsreg.sql"),
+		futureSQL:           get("future.sql"),
+	}
+}
+
+var byLayout = map[handeling.Layout]*statements{
+	handeling.Contract: loadStatements(handeling.Contract),
+	handeling.Kern:     loadStatements(handeling.Kern),
+}
+
+// statementsFor returns the statements of layout l (zero: the contract's).
+func statementsFor(l handeling.Layout) *statements { return byLayout[l.Or()] }
 
 // roundSQL are the statements of a round that run prepared (see package prepared): not
 // intakeSQL and checksumSQL, whose plans depend on their exclusion list, nor roundLocksSQL,
 // which must be planned each time.
-var roundSQL = []string{handeling.LeaseRenewSQL, roundTimeoutSQL, horizonSQL, countInLeveringSQL, staleSQL, herleesSQL, intakeDefaultSQL,
-	foutChangesSQL, blockedSQL, touchStaleSQL, markSQL, latePersonsSQL}
+func (s *statements) roundSQL() []string {
+	return []string{handeling.LeaseRenewSQL, s.roundTimeoutSQL, s.horizonSQL, s.countInLeveringSQL, s.staleSQL, s.herleesSQL,
+		s.intakeDefaultSQL, s.foutChangesSQL, s.blockedSQL, s.touchStaleSQL, s.markSQL, s.latePersonsSQL}
+}

@@ -34,10 +34,10 @@ import (
 //
 // Other roles' transactions are visible in pg_stat_activity only to members of
 // pg_read_all_stats (or superusers): see checkHorizonPrivilege.
-func readHorizon(ctx context.Context, q querier) (h time.Time, st roundState, err error) {
+func (s *statements) readHorizon(ctx context.Context, q querier) (h time.Time, st roundState, err error) {
 	var margin, bound, held, maxWait, sampleRate, sampleLeft float64
 	var holder sql.NullFloat64
-	if err := q.QueryRowContext(ctx, horizonSQL).Scan(&h, &margin, &bound, &held, &maxWait, &st.lead.loweringUndated, &sampleRate, &sampleLeft,
+	if err := q.QueryRowContext(ctx, s.horizonSQL).Scan(&h, &margin, &bound, &held, &maxWait, &st.lead.loweringUndated, &sampleRate, &sampleLeft,
 		&st.sleeping, &st.older, &st.wait.seconds, &holder); err != nil {
 		return h, st, fmt.Errorf("read horizon: %w", err)
 	}
@@ -77,8 +77,8 @@ const LateWriterGrace = time.Second
 // bijhouding added to them after they were delivered (migration 0011), which nothing can undo,
 // so the leader reports them. Records migration 0009 left in publicatie_ingehaald are reported
 // the same way: whatever became of their handeling, the consumer's order check decides it now.
-func readLatePersons(ctx context.Context, q querier) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, latePersonsSQL)
+func (s *statements) readLatePersons(ctx context.Context, q querier) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, s.latePersonsSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read late persons: %w", err)
 	}
@@ -124,10 +124,10 @@ type intakeRow struct {
 // past budget bytes, except the first, which is always read: a handeling larger than the
 // whole budget is taken in when it is next. cut says it stopped there; the rest of the rows
 // are left unread (lib/pq still drains them from the connection).
-func readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) (out []intakeRow, cut bool, err error) {
-	query, args := intakeSQL, []any{horizon, stand.tsregArg(), stand.id, limit, pq.Array(recheck), pq.Array(excluded)}
-	if handeling.IsDefaultExcluded(excluded) {
-		query, args = intakeDefaultSQL, args[:5]
+func (s *statements) readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) (out []intakeRow, cut bool, err error) {
+	query, args := s.intakeSQL, []any{horizon, stand.tsregArg(), stand.id, limit, pq.Array(recheck), pq.Array(excluded)}
+	if s.layout.IsDefaultExcluded(excluded) {
+		query, args = s.intakeDefaultSQL, args[:5]
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -175,9 +175,9 @@ func readIntake(ctx context.Context, q querier, excluded []string, horizon time.
 // is no longer fout here and was not yet taken in there, but its trigger's record is visible
 // here and holds its persons back until the next round takes it in; a consumer's fout that
 // commits after the round read the changes is no longer in levering here, but its record is.
-func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{}, error) {
+func (s *statements) readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{}, error) {
 	blocked := map[int64]struct{}{}
-	rows, err := q.QueryContext(ctx, blockedSQL, strict)
+	rows, err := q.QueryContext(ctx, s.blockedSQL, strict)
 	if err != nil {
 		return nil, fmt.Errorf("read blocked persons: %w", err)
 	}
@@ -197,9 +197,9 @@ func readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{
 
 // readHolds reads every unreleased fout handeling with its persons: what a new view's holds
 // start from (the strict policy).
-func readHolds(ctx context.Context, q querier) (*holds, error) {
+func (s *statements) readHolds(ctx context.Context, q querier) (*holds, error) {
 	h := newHolds()
-	states, err := readFoutStates(ctx, q, holdsSQL)
+	states, err := readFoutStates(ctx, q, s.holdsSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read fout handelingen: %w", err)
 	}
@@ -214,8 +214,8 @@ func readHolds(ctx context.Context, q querier) (*holds, error) {
 // persons. Records another transaction holds (recording again what it changes) are skipped,
 // as publicatie_nakomer's are: they stay for a later round, and hold their persons back
 // meanwhile (readBlocked).
-func readFoutChanges(ctx context.Context, q querier) ([]foutState, error) {
-	states, err := readFoutStates(ctx, q, foutChangesSQL)
+func (s *statements) readFoutChanges(ctx context.Context, q querier) ([]foutState, error) {
+	states, err := readFoutStates(ctx, q, s.foutChangesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read publicatie_fout_changes: %w", err)
 	}
@@ -252,8 +252,8 @@ func readFoutStates(ctx context.Context, q querier, query string) ([]foutState, 
 // when it and the database agree. Persons added to a fout handeling are recorded by migration
 // 0014's trigger, so the sweep reads no persons: with them it reads every fout handeling's
 // persons, too dear to do beside the rounds when many are held (docs/performance.md).
-func readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err error) {
-	if err := q.QueryRowContext(ctx, holdsChecksumSQL).Scan(&n, &xor); err != nil {
+func (s *statements) readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err error) {
+	if err := q.QueryRowContext(ctx, s.holdsChecksumSQL).Scan(&n, &xor); err != nil {
 		return 0, 0, fmt.Errorf("read fout checksum: %w", err)
 	}
 	return n, xor, nil
@@ -265,11 +265,11 @@ func readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err er
 // the registration trigger recorded in publicatie_nakomer (those within MaxLead) and empties
 // publicatie_lead_samples, returning the sampled leads: the margin is learned from them
 // (learnLead) before the intake empties publicatie_nakomer.
-func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, samples []time.Duration, err error) {
+func (s *statements) readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, samples []time.Duration, err error) {
 	var tsreg sql.NullTime
 	var id sql.NullInt64
 	var lateSecs, sampleSecs pq.Float64Array
-	if err := q.QueryRowContext(ctx, herleesSQL).Scan(&tsreg, &id, &lateSecs, &sampleSecs); err != nil {
+	if err := q.QueryRowContext(ctx, s.herleesSQL).Scan(&tsreg, &id, &lateSecs, &sampleSecs); err != nil {
 		return place{}, false, nil, nil, fmt.Errorf("read publicatie_herlees: %w", err)
 	}
 	for _, s := range lateSecs {
@@ -283,10 +283,10 @@ func readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, s
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
 // the view holds when it and the database agree.
-func readChecksum(ctx context.Context, q querier, excluded []string, stand place) (n int, xor int64, err error) {
-	query, args := checksumSQL, []any{stand.tsregArg(), stand.id, pq.Array(excluded)}
-	if handeling.IsDefaultExcluded(excluded) {
-		query, args = checksumDefaultSQL, args[:2]
+func (s *statements) readChecksum(ctx context.Context, q querier, excluded []string, stand place) (n int, xor int64, err error) {
+	query, args := s.checksumSQL, []any{stand.tsregArg(), stand.id, pq.Array(excluded)}
+	if s.layout.IsDefaultExcluded(excluded) {
+		query, args = s.checksumDefaultSQL, args[:2]
 	}
 	if err := q.QueryRowContext(ctx, query, args...).Scan(&n, &xor); err != nil {
 		return 0, 0, fmt.Errorf("read view checksum: %w", err)
@@ -298,8 +298,8 @@ func readChecksum(ctx context.Context, q querier, excluded []string, stand place
 // timeout (their message was lost or dead-lettered, so they are published again), and every
 // handeling in levering that shares a person with them, directly or through others: the rest
 // of their groups, so that a group is never published again in parts (components).
-func readStale(ctx context.Context, q querier, timeout time.Duration, limit int) ([]Candidate, error) {
-	return readHandelingen(ctx, q, staleSQL, timeout.Seconds(), limit)
+func (s *statements) readStale(ctx context.Context, q querier, timeout time.Duration, limit int) ([]Candidate, error) {
+	return readHandelingen(ctx, q, s.staleSQL, timeout.Seconds(), limit)
 }
 
 // readHandelingen runs a query of (id, persoon_id) rows ordered by handeling and groups them.
@@ -325,9 +325,9 @@ func readHandelingen(ctx context.Context, q querier, query string, args ...any) 
 }
 
 // countInLevering counts the handelingen in flight.
-func countInLevering(ctx context.Context, q querier) (int, error) {
+func (s *statements) countInLevering(ctx context.Context, q querier) (int, error) {
 	var n int
-	if err := q.QueryRowContext(ctx, countInLeveringSQL).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, s.countInLeveringSQL).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count in_levering: %w", err)
 	}
 	return n, nil
@@ -349,8 +349,8 @@ func addRow(cs []Candidate, id int64, persoon sql.NullInt64) []Candidate {
 // returns those still in levering. A row another session has locked is left alone: a
 // consumer is delivering it right now, or is frozen holding it until the database ends its
 // session; either way a later round looks again, and the round never waits for a consumer.
-func touchStale(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
-	return returningIDs(ctx, q, touchStaleSQL, ids)
+func (s *statements) touchStale(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
+	return returningIDs(ctx, q, s.touchStaleSQL, ids)
 }
 
 // markInLevering sets the given handelingen in_levering where they are still NULL and returns
@@ -359,18 +359,18 @@ func touchStale(ctx context.Context, q querier, ids []int64) (map[int64]bool, er
 // has locked (a consumer delivering such a copy, an operator) is skipped, not waited for: it
 // stays NULL or becomes geleverd, and in both states it holds back its persons' later
 // handelingen, which Select has already held back in this round (docs/robustness.md).
-func markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
-	return returningIDs(ctx, q, markSQL, ids)
+func (s *statements) markInLevering(ctx context.Context, q querier, ids []int64) (map[int64]bool, error) {
+	return returningIDs(ctx, q, s.markSQL, ids)
 }
 
 // setBack sets handelingen this round marked in_levering back to be delivered: members of a
 // group after one that could not be marked. The update fires admhnd_teruggezet (migration
 // 0007), which records them in publicatie_nakomer for the next round.
-func setBack(ctx context.Context, q querier, ids []int64) error {
+func (s *statements) setBack(ctx context.Context, q querier, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := q.ExecContext(ctx, setBackSQL, pq.Array(ids)); err != nil {
+	if _, err := q.ExecContext(ctx, s.setBackSQL, pq.Array(ids)); err != nil {
 		return fmt.Errorf("set back: %w", err)
 	}
 	return nil
@@ -403,8 +403,8 @@ func returningIDs(ctx context.Context, q querier, query string, ids []int64) (ma
 // whose tsreg lies outside the accepted range, and returns their ids: they can be neither
 // ordered nor encoded, and the intake leaves them out. Two probes of the index of open work,
 // at its two ends ('-infinity' sorts first, 'infinity' last).
-func refuseOddTsreg(ctx context.Context, q querier, excluded []string) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, refuseOddTsregSQL, handeling.FoutTsreg, pq.Array(excluded))
+func (s *statements) refuseOddTsreg(ctx context.Context, q querier, excluded []string) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, s.refuseOddTsregSQL, handeling.FoutTsreg, pq.Array(excluded))
 	if err != nil {
 		return nil, fmt.Errorf("refuse odd tsreg: %w", err)
 	}

@@ -365,7 +365,7 @@ func runDisturbance(t testing.TB, r distRig, p distPlan) distOutcome {
 		err := r.db.Get(&open, `select count(*) filter (where statuslev is null) as te_leveren,
 			count(*) filter (where statuslev::text = 'in_levering') as in_levering from admhnd`)
 		if err == nil && open.InLevering == 0 {
-			held, err = handeling.ReadHeld(ctx, r.db, handeling.DefaultExcluded(), true)
+			held, err = handeling.ReadHeld(ctx, r.db, brptest.Layout(), handeling.DefaultExcluded(), true)
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/internal/rig"
@@ -115,18 +116,22 @@ func BenchmarkFreshness(b *testing.B) {
 }
 
 // backlogRun registers n handelingen, starts v's processes and reports how fast they deliver
-// them (hps, from the first publication to the last delivery) and the CPU per handeling.
+// them (hps, from the first delivery to the last) and the CPU per handeling.
 func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figures {
 	b.Helper()
 	db, dbURL := versionDB(b, svc, v)
 	hs := load.Generate(load.Spec{N: n, Personen: n / 4, Multi: 0.3, Seed: 21, Start: time.Now().Add(-time.Hour)})
-	if err := load.Insert(context.Background(), db, hs); err != nil {
+	insert, tables := load.Insert, `admhnd, admhnd_persoon`
+	if v.layout == handeling.Kern {
+		insert, tables = load.InsertKern, `kern.admhnd, kern.actie, kern.his_persafgeleidadministrati`
+	}
+	if err := insert(context.Background(), db, hs); err != nil {
 		b.Fatal(err)
 	}
-	db.MustExec(`analyze admhnd; analyze admhnd_persoon`)
+	db.MustExec(`analyze ` + tables)
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
-	env := append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...)
+	env := append(append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...), v.env()...)
 	m0 := rig.MarkCPU(svc.BrokerPID(), svc.DBPID())
 	var ps []*brptest.Proc
 	for i := range 4 {
@@ -137,7 +142,8 @@ func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figure
 	f := figures{}
 	processFigures(b, f, m0, svc.BrokerPID(), svc.DBPID(), ps)
 	var secs float64
-	if err := db.Get(&secs, `select extract(epoch from max(tslev) - min(tspub)) from admhnd where statuslev = 'geleverd'`); err != nil {
+	// From the first delivery to the last: the kern layout keeps no tspub of a delivered one.
+	if err := db.Get(&secs, `select extract(epoch from max(tslev) - min(tslev)) from admhnd where statuslev = 'geleverd'`); err != nil {
 		b.Fatal(err)
 	}
 	f["hps"] = float64(rep.Distinct) / secs
@@ -157,20 +163,40 @@ func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figure
 }
 
 // binVersion is a build of the two commands.
-type binVersion struct{ name, pub, con string }
+type binVersion struct {
+	name, pub, con string
+	layout         handeling.Layout // the database layout it runs on (NAME@kern)
+}
+
+// env is what v's processes need beside the common settings.
+func (v binVersion) env() []string {
+	if v.layout == handeling.Kern {
+		return []string{"BRP_DATABASE_LAYOUT=kern"}
+	}
+	return nil
+}
 
 // binVersions returns the builds the variable env lists (comma-separated): "head" is this
 // tree's commands, NAME=DIR a directory holding publicatie and mutatielevering binaries of
-// another build.
+// another build. A name ending in @kern runs that build on the kern layout (a database with
+// rig.BijhoudingKern's tables, registrations written to them): "head,head@kern" compares the
+// layouts.
 func binVersions(b *testing.B, env string) []binVersion {
 	var out []binVersion
 	for _, v := range envList(env, "head") {
 		name, dir, ok := strings.Cut(v, "=")
+		var layout handeling.Layout
+		if _, l, kern := strings.Cut(name, "@"); kern {
+			var err error
+			if layout, err = handeling.ParseLayout(l); err != nil {
+				b.Fatalf("%s: %s: %v", env, name, err)
+			}
+		}
 		if !ok {
-			out = append(out, binVersion{name: name, pub: brptest.Build(b, "cmd/publicatie"), con: brptest.Build(b, "cmd/mutatielevering")})
+			out = append(out, binVersion{name: name, pub: brptest.Build(b, "cmd/publicatie"), con: brptest.Build(b, "cmd/mutatielevering"), layout: layout})
 			continue
 		}
-		bv := binVersion{name: name, pub: filepath.Join(dir, "publicatie"), con: filepath.Join(dir, "mutatielevering")}
+		bv := binVersion{name: name, pub: filepath.Join(dir, "publicatie"), con: filepath.Join(dir, "mutatielevering"), layout: layout}
 		for _, f := range []string{bv.pub, bv.con} {
 			if _, err := os.Stat(f); err != nil {
 				b.Fatalf("%s: %v", env, err)
@@ -214,6 +240,7 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
 	env := func(extra ...string) []string {
+		extra = append(v.env(), extra...)
 		return rig.Env(svc.Broker(), dbURL, q, append(append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...), extra...)...)
 	}
 	if sql := os.Getenv("BRP_FRESH_SQL"); sql != "" { // an experiment's change to the schema
@@ -239,7 +266,7 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	m0 := rig.MarkCPU(svc.BrokerPID(), svc.DBPID())
 
 	warmup := 3 * time.Second
-	regs := register(b, db, rate, form, warmup+d)
+	regs := register(b, db, v.layout, rate, form, warmup+d)
 	start := regs[0].begin
 	from, until := start.Add(warmup), start.Add(warmup+d)
 
@@ -384,7 +411,7 @@ func bareDB(b *testing.B, svc *brptest.Services) (*sqlx.DB, string) {
 // benchmark creates (bench_register: the handeling, then its persons, in the call's
 // transaction), through a statement prepared on each connection: one round trip, so that the
 // registering side spends the machine's CPU as little as an application server's would.
-func register(b *testing.B, db *sqlx.DB, rate int, form string, d time.Duration) []registration {
+func register(b *testing.B, db *sqlx.DB, layout handeling.Layout, rate int, form string, d time.Duration) []registration {
 	b.Helper()
 	const workers, personen = 16, 20_000
 	db.SetMaxOpenConns(workers)
@@ -393,12 +420,22 @@ func register(b *testing.B, db *sqlx.DB, rate int, form string, d time.Duration)
 	if !ok {
 		b.Fatalf("tsreg form %q", form)
 	}
-	db.MustExec(`create or replace function bench_register(nr bigint, klok timestamptz, personen bigint[]) returns timestamptz
+	body := `insert into admhnd (id, soort, tsreg) values (nr, 'VERHUIZING', ` + tsreg + `) returning tsreg into ts;
+			insert into admhnd_persoon (admhnd_id, persoon_id) select nr, unnest(personen);`
+	if layout == handeling.Kern {
+		// As bijhouding does: the handeling (status 1), its persons where new, an actie, and
+		// a his row per person.
+		body = `insert into kern.admhnd (id, srt, partij, tsreg, statuslev) values (nr, 1, 1, ` + tsreg + `, 1) returning tsreg into ts;
+			insert into kern.pers (id) select unnest(personen) on conflict do nothing;
+			insert into kern.actie (admhnd, tsreg) values (nr, ts) returning id into a;
+			insert into kern.his_persafgeleidadministrati (pers, tsreg, actieinh, admhnd, tslaatstewijz, sorteervolgorde)
+				select p, ts, a, nr, ts, 1 from unnest(personen) p;`
+	}
+	db.MustExec(`create or replace function public.bench_register(nr bigint, klok timestamptz, personen bigint[]) returns timestamptz
 		language plpgsql as $$
-		declare ts timestamptz;
+		declare ts timestamptz; a bigint;
 		begin
-			insert into admhnd (id, soort, tsreg) values (nr, 'VERHUIZING', ` + tsreg + `) returning tsreg into ts;
-			insert into admhnd_persoon (admhnd_id, persoon_id) select nr, unnest(personen);
+			` + body + `
 			return ts;
 		end $$`)
 	total := int(float64(rate) * d.Seconds())
@@ -417,7 +454,7 @@ func register(b *testing.B, db *sqlx.DB, rate int, form string, d time.Duration)
 				return
 			}
 			defer conn.Close()
-			stmt, err := conn.PreparexContext(context.Background(), `select bench_register($1, $2, $3)`)
+			stmt, err := conn.PreparexContext(context.Background(), `select public.bench_register($1, $2, $3)`)
 			if err != nil {
 				errs <- err
 				return

@@ -104,7 +104,7 @@ func (w *world) consumerProc(t testing.TB, name, bin string, env ...string) *brp
 // publisher runs an in-process publisher until the test ends.
 func (w *world) publisher(t testing.TB, cfg publicatie.Config) *publicatie.Publisher {
 	t.Helper()
-	cfg.Queue, cfg.ListenURL, cfg.Broker = w.q.Publicatie, w.dbURL, w.broker
+	cfg.Queue, cfg.ListenURL, cfg.Broker, cfg.Layout = w.q.Publicatie, w.dbURL, w.broker, brptest.Layout()
 	p, err := publicatie.New(w.db, cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func (w *world) consumers(t testing.TB, n, workers int) {
 	t.Helper()
 	for range n {
 		c, err := levering.New(w.db, levering.Config{Queue: w.q.Publicatie, VerzendingQueue: w.q.Verzending,
-			DeadLetterQueue: w.q.DLQ, Workers: workers, Broker: w.broker}, quiet())
+			DeadLetterQueue: w.q.DLQ, Workers: workers, Broker: w.broker, Layout: brptest.Layout()}, quiet())
 		if err != nil {
 			t.Fatal(err)
 		}

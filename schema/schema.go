@@ -1,5 +1,8 @@
 // Package schema owns the database schema: the contract's admhnd tables plus the service's own
-// columns, indexes and tables, as ordered SQL migrations embedded in the binary.
+// columns, indexes and tables, as ordered SQL migrations embedded in the binary. The kern
+// layout (handeling.Kern) has migrations of its own (kern/): they check the BRP kern tables
+// the service needs, create the service's schema brp_levering, and put the service's tables,
+// functions and views there and its named indexes and triggers on the kern tables.
 //
 // Migrations run online, beside bijhouding registering on the same tables: no step may block
 // an insert into admhnd or admhnd_persoon for more than about a second, whatever the tables'
@@ -29,10 +32,20 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql kern/*.sql
 var migrations embed.FS
+
+// dir is the directory of layout l's migrations.
+func dir(l handeling.Layout) string {
+	if l.Or() == handeling.Kern {
+		return "kern"
+	}
+	return "migrations"
+}
 
 // migrateLockKey serialises concurrent Migrate calls (several replicas deploying at once).
 const migrateLockKey = 7_345_001
@@ -64,9 +77,14 @@ type Statement struct {
 	OnlyIf string
 }
 
-// Migrations returns the embedded migrations in the order they are applied.
-func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(migrations, "migrations")
+// Migrations returns the embedded migrations of the contract layout in the order they are
+// applied.
+func Migrations() ([]Migration, error) { return MigrationsOf(handeling.Contract) }
+
+// MigrationsOf returns the embedded migrations of layout l in the order they are applied.
+func MigrationsOf(l handeling.Layout) ([]Migration, error) {
+	d := dir(l)
+	entries, err := fs.ReadDir(migrations, d)
 	if err != nil {
 		return nil, fmt.Errorf("schema: read migrations: %w", err)
 	}
@@ -81,7 +99,7 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema: migration %q: %w", name, err)
 		}
-		body, err := migrations.ReadFile("migrations/" + name)
+		body, err := migrations.ReadFile(d + "/" + name)
 		if err != nil {
 			return nil, fmt.Errorf("schema: read %q: %w", name, err)
 		}
@@ -116,9 +134,13 @@ func stripComments(s string) string {
 	return b.String()
 }
 
-// Latest is the version of the newest embedded migration: the schema this binary needs.
-func Latest() int {
-	all, err := Migrations()
+// Latest is the version of the newest embedded migration of the contract layout: the schema
+// this binary needs there.
+func Latest() int { return LatestOf(handeling.Contract) }
+
+// LatestOf is the version of the newest embedded migration of layout l.
+func LatestOf(l handeling.Layout) int {
+	all, err := MigrationsOf(l)
 	if err != nil || len(all) == 0 {
 		return 0
 	}
@@ -136,6 +158,8 @@ type Config struct {
 	Retry time.Duration
 	// Log, when set, hears of every retry and every invalid index rebuilt.
 	Log *slog.Logger
+	// Layout says which tables hold the handelingen; zero is handeling.Contract.
+	Layout handeling.Layout
 }
 
 func (c *Config) setDefaults() {
@@ -157,6 +181,9 @@ func (c Config) validate() error {
 	if c.Retry < 0 || c.Retry > 10*time.Second {
 		return fmt.Errorf("schema: Config.Retry %s: expected 0 (200 ms) up to 10s", c.Retry)
 	}
+	if !c.Layout.Valid() {
+		return fmt.Errorf("schema: Config.Layout %q: expected contract or kern", c.Layout)
+	}
 	return nil
 }
 
@@ -174,7 +201,7 @@ func MigrateWith(ctx context.Context, db *sql.DB, cfg Config) ([]string, error) 
 		return nil, err
 	}
 	cfg.setDefaults()
-	all, err := Migrations()
+	all, err := MigrationsOf(cfg.Layout)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +214,26 @@ func MigrateWith(ctx context.Context, db *sql.DB, cfg Config) ([]string, error) 
 		return nil, fmt.Errorf("schema: lock: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `select pg_advisory_unlock($1)`, migrateLockKey) //nolint:errcheck // the session's end releases it too
+	if cfg.Layout.Or() == handeling.Kern {
+		if err := checkKern(ctx, conn); err != nil {
+			return nil, err
+		}
+		// The service's schema, and this session's search_path for what the migrations
+		// create (its functions keep it: "set search_path from current"). Reset before the
+		// pooled connection goes back.
+		if _, err := conn.ExecContext(ctx, `create schema if not exists brp_levering`); err != nil {
+			return nil, fmt.Errorf("schema: create schema brp_levering: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, `set search_path = brp_levering`); err != nil {
+			return nil, fmt.Errorf("schema: search_path: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `reset search_path`) //nolint:errcheck // a failed reset ends with the session
+	}
 	if _, err := conn.ExecContext(ctx, `create table if not exists schema_migrations (
 		version int primary key, name text not null, applied_at timestamptz not null default now())`); err != nil {
 		return nil, fmt.Errorf("schema: create schema_migrations: %w", err)
 	}
-	applied, err := appliedVersions(ctx, conn)
+	applied, err := appliedVersions(ctx, conn, `select version, applied_at from schema_migrations`)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +254,8 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func appliedVersions(ctx context.Context, q queryer) (map[int]time.Time, error) {
-	rows, err := q.QueryContext(ctx, `select version, applied_at from schema_migrations`)
+func appliedVersions(ctx context.Context, q queryer, query string) (map[int]time.Time, error) {
+	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
 	}
@@ -275,7 +317,7 @@ func apply(ctx context.Context, conn *sql.Conn, cfg Config, m Migration) error {
 	return nil
 }
 
-var concurrentIndex = regexp.MustCompile(`(?is)^create\s+(?:unique\s+)?index\s+concurrently\s+if\s+not\s+exists\s+(\w+)`)
+var concurrentIndex = regexp.MustCompile(`(?is)^create\s+(?:unique\s+)?index\s+concurrently\s+if\s+not\s+exists\s+(\w+)\s+on\s+([\w.]+)`)
 
 // outside runs one statement outside a transaction. Before an index build it drops an invalid
 // index of that name: what a "concurrently" build leaves behind when it is interrupted, and
@@ -298,9 +340,9 @@ func outside(ctx context.Context, conn *sql.Conn, cfg Config, name string, st St
 		// The drop statement names the index: PostgreSQL writes it (format's %I quotes the
 		// identifier), as a parameter cannot stand for one.
 		var drop sql.NullString
-		err := conn.QueryRowContext(ctx, `select format('drop index concurrently if exists %I', c.relname)
-			from pg_index i join pg_class c on c.oid = i.indexrelid
-			where c.relname = $1 and c.relnamespace = current_schema()::regnamespace and not i.indisvalid`, m[1]).Scan(&drop)
+		err := conn.QueryRowContext(ctx, `select format('drop index concurrently if exists %I.%I', n.nspname, c.relname)
+			from pg_index i join pg_class c on c.oid = i.indexrelid join pg_namespace n on n.oid = c.relnamespace
+			where c.relname = $1 and i.indrelid = $2::regclass and not i.indisvalid`, m[1], m[2]).Scan(&drop)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -366,20 +408,41 @@ func (s State) Pending() int {
 	return n
 }
 
-// Status reads which migrations the database has.
-func Status(ctx context.Context, db *sql.DB) (State, error) {
-	all, err := Migrations()
+// The statements Status runs, per layout: the kern layout's bookkeeping is in schema
+// brp_levering, its indexes on kern tables are named brp_levering_*.
+var statusSQL = map[handeling.Layout]struct{ exists, applied, invalid string }{
+	handeling.Contract: {
+		exists:  `select to_regclass('schema_migrations') is not null`,
+		applied: `select version, applied_at from schema_migrations`,
+		invalid: `select c.relname from pg_index i join pg_class c on c.oid = i.indexrelid
+			where c.relnamespace = current_schema()::regnamespace and not i.indisvalid order by 1`,
+	},
+	handeling.Kern: {
+		exists:  `select to_regclass('brp_levering.schema_migrations') is not null`,
+		applied: `select version, applied_at from brp_levering.schema_migrations`,
+		invalid: `select c.relname from pg_index i join pg_class c on c.oid = i.indexrelid
+			join pg_namespace n on n.oid = c.relnamespace
+			where (n.nspname = 'brp_levering' or (n.nspname = 'kern' and c.relname like 'brp\_levering\_%'))
+			  and not i.indisvalid order by 1`,
+	},
+}
+
+// Status reads which migrations of layout l the database has.
+func Status(ctx context.Context, db *sql.DB, l handeling.Layout) (State, error) {
+	l = l.Or()
+	all, err := MigrationsOf(l)
 	if err != nil {
 		return State{}, err
 	}
-	st := State{Latest: Latest()}
+	q := statusSQL[l]
+	st := State{Latest: LatestOf(l)}
 	applied := map[int]time.Time{}
 	var exists bool
-	if err := db.QueryRowContext(ctx, `select to_regclass('schema_migrations') is not null`).Scan(&exists); err != nil {
+	if err := db.QueryRowContext(ctx, q.exists).Scan(&exists); err != nil {
 		return st, fmt.Errorf("schema: status: %w", err)
 	}
 	if exists {
-		if applied, err = appliedVersions(ctx, db); err != nil {
+		if applied, err = appliedVersions(ctx, db, q.applied); err != nil {
 			return st, err
 		}
 	}
@@ -389,8 +452,7 @@ func Status(ctx context.Context, db *sql.DB) (State, error) {
 	for _, m := range all {
 		st.Migrations = append(st.Migrations, MigrationState{Version: m.Version, Name: m.Name, AppliedAt: applied[m.Version]})
 	}
-	rows, err := db.QueryContext(ctx, `select c.relname from pg_index i join pg_class c on c.oid = i.indexrelid
-		where c.relnamespace = current_schema()::regnamespace and not i.indisvalid order by 1`)
+	rows, err := db.QueryContext(ctx, q.invalid)
 	if err != nil {
 		return st, fmt.Errorf("schema: status: %w", err)
 	}
@@ -411,8 +473,8 @@ var ErrOutdated = errors.New("database schema is older than this binary: run pub
 // Check returns an error wrapping ErrOutdated when the database lacks a migration this binary
 // carries. A database ahead of the binary is fine: during a rolling upgrade the previous
 // release runs on the new schema (migrations only add, docs/operations.md, "Upgrade").
-func Check(ctx context.Context, db *sql.DB) error {
-	st, err := Status(ctx, db)
+func Check(ctx context.Context, db *sql.DB, l handeling.Layout) error {
+	st, err := Status(ctx, db, l)
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,14 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/schema"
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()
-	db, _ := brptest.DB(t) // already migrated once
+	db, _ := brptest.DBWith(t, brptest.ContractForm()) // already migrated once
 	applied, err := schema.Migrate(context.Background(), db.DB)
 	if err != nil || len(applied) != 0 {
 		t.Fatalf("second Migrate applied %v, %v; want nothing", applied, err)
@@ -35,7 +36,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 
 func TestMigrateOverTablesOfBijhouding(t *testing.T) {
 	t.Parallel()
-	db, _ := brptest.DB(t)
+	db, _ := brptest.DBWith(t, brptest.ContractForm())
 	ctx := context.Background()
 	// Start from the contract's bare tables with data in them, as bijhouding would have them.
 	if _, err := db.Exec(`drop schema public cascade; create schema public;
@@ -61,7 +62,7 @@ func TestMigrateOverTablesOfBijhouding(t *testing.T) {
 // (late and set-back handelingen) must not need more.
 func TestBijhoudingNeedsNoRightsOnTheServicesTables(t *testing.T) {
 	t.Parallel()
-	db, url := brptest.DB(t)
+	db, url := brptest.DBWith(t, brptest.ContractForm())
 	role := fmt.Sprintf("bijhouding_test_%d", time.Now().UnixNano())
 	db.MustExec(`create role ` + role + ` login`)
 	t.Cleanup(func() {
@@ -146,7 +147,7 @@ func (l *logged) count(msg string) int {
 // and retry, not queue bijhouding's inserts behind it for the reader's whole duration.
 func TestMigrateBesideALongReaderDoesNotBlockBijhouding(t *testing.T) {
 	t.Parallel()
-	db, _ := brptest.DB(t)
+	db, _ := brptest.DBWith(t, brptest.ContractForm())
 	bareTables(t, db, 1000)
 	ctx := context.Background()
 	reader, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -190,7 +191,7 @@ func TestMigrateBesideALongReaderDoesNotBlockBijhouding(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("Migrate did not finish after the reader ended")
 	}
-	if err := schema.Check(ctx, db.DB); err != nil {
+	if err := schema.Check(ctx, db.DB, handeling.Contract); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -199,7 +200,7 @@ func TestMigrateBesideALongReaderDoesNotBlockBijhouding(t *testing.T) {
 // would keep forever: the next Migrate builds it again.
 func TestMigrateRebuildsAnIndexAnInterruptedBuildLeftInvalid(t *testing.T) {
 	t.Parallel()
-	db, _ := brptest.DB(t)
+	db, _ := brptest.DBWith(t, brptest.ContractForm())
 	db.MustExec(`insert into admhnd (id, soort, tsreg) values (1, 'GEBOORTE', now()), (2, 'GEBOORTE', now())`)
 	db.MustExec(`drop index admhnd_geleverd_tslev_idx`)
 	db.MustExec(`delete from schema_migrations where name = '0005_geleverd_tslev.sql'`)
@@ -207,11 +208,11 @@ func TestMigrateRebuildsAnIndexAnInterruptedBuildLeftInvalid(t *testing.T) {
 	if _, err := db.Exec(`create unique index concurrently admhnd_geleverd_tslev_idx on admhnd (soort)`); err == nil {
 		t.Fatal("the unique build over duplicates succeeded")
 	}
-	st, err := schema.Status(context.Background(), db.DB)
+	st, err := schema.Status(context.Background(), db.DB, handeling.Contract)
 	if err != nil || len(st.InvalidIndexes) != 1 || st.Pending() != 1 {
 		t.Fatalf("status before: %+v, %v; want one invalid index, one pending migration", st, err)
 	}
-	if err := schema.Check(context.Background(), db.DB); !errors.Is(err, schema.ErrOutdated) {
+	if err := schema.Check(context.Background(), db.DB, handeling.Contract); !errors.Is(err, schema.ErrOutdated) {
 		t.Fatalf("Check with a migration pending: %v, want ErrOutdated", err)
 	}
 	log := &logged{}
@@ -232,7 +233,7 @@ func TestMigrateRebuildsAnIndexAnInterruptedBuildLeftInvalid(t *testing.T) {
 // the start: every step is idempotent.
 func TestMigrateRunsAgainAfterAnInterruption(t *testing.T) {
 	t.Parallel()
-	db, _ := brptest.DB(t)
+	db, _ := brptest.DBWith(t, brptest.ContractForm())
 	db.MustExec(`delete from schema_migrations`)
 	if _, err := schema.Migrate(context.Background(), db.DB); err != nil {
 		t.Fatalf("Migrate over a schema applied but not recorded: %v", err)
@@ -243,12 +244,12 @@ func TestMigrateRunsAgainAfterAnInterruption(t *testing.T) {
 // the binary passes the check.
 func TestCheckAcceptsADatabaseAheadOfTheBinary(t *testing.T) {
 	t.Parallel()
-	db, _ := brptest.DB(t)
+	db, _ := brptest.DBWith(t, brptest.ContractForm())
 	db.MustExec(`insert into schema_migrations (version, name) values (9999, '9999_next_release.sql')`)
-	if err := schema.Check(context.Background(), db.DB); err != nil {
+	if err := schema.Check(context.Background(), db.DB, handeling.Contract); err != nil {
 		t.Fatalf("Check with the database ahead: %v", err)
 	}
-	st, err := schema.Status(context.Background(), db.DB)
+	st, err := schema.Status(context.Background(), db.DB, handeling.Contract)
 	if err != nil || st.Current != 9999 || st.Latest != schema.Latest() || st.Pending() != 0 {
 		t.Fatalf("status %+v, %v", st, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/levering"
 )
@@ -75,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := setup.Load(&cfg, vars(&lev)...); err != nil {
 		return err
 	}
+	lev.Layout = handeling.Layout(cfg.Layout)
 	if err := lev.Validate(); err != nil {
 		return setup.Explain(err, &lev, vars(&lev)...)
 	}

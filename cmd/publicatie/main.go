@@ -19,6 +19,7 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/fault"
 	"github.com/brp/levering/operate"
@@ -97,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := setup.Load(cfg, vars(&cfg.pub)...); err != nil {
 		return err
 	}
+	cfg.pub.Layout = handeling.Layout(cfg.Layout)
 	if err := cfg.pub.Validate(); err != nil {
 		return setup.Explain(err, &cfg.pub, vars(&cfg.pub)...)
 	}
@@ -130,7 +132,7 @@ func door() string {
 
 func (cfg *config) overview() operate.OverviewConfig {
 	p := cfg.pub.WithDefaults()
-	return operate.OverviewConfig{Excluded: p.Excluded, FoutPolicy: p.FoutPolicy, Cluster: p.Cluster}
+	return operate.OverviewConfig{Layout: p.Layout, Excluded: p.Excluded, FoutPolicy: p.FoutPolicy, Cluster: p.Cluster}
 }
 
 // migrate runs without statement and lock timeouts: a migration may build an index on a large
@@ -152,9 +154,9 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger, stdout io.Write
 		return err
 	}
 	defer db.Close()
-	applied, err := schema.MigrateWith(ctx, db.DB, schema.Config{Log: log})
+	applied, err := schema.MigrateWith(ctx, db.DB, schema.Config{Log: log, Layout: cfg.pub.Layout})
 	if err != nil {
-		return err
+		return fmt.Errorf("migrate: %w", err)
 	}
 	fmt.Fprintf(stdout, "schema up to date (%d migrations applied now)\n", len(applied))
 	for _, name := range applied {
@@ -184,12 +186,12 @@ func operator(ctx context.Context, cfg *config, log *slog.Logger, f func(context
 // left invalid (the next migrate builds it again).
 func migrateStatus(ctx context.Context, cfg *config, log *slog.Logger, stdout io.Writer) error {
 	return operator(ctx, cfg, log, func(ctx context.Context, db *sqlx.DB) error {
-		return printMigrations(ctx, db, stdout)
+		return printMigrations(ctx, db, cfg.pub.Layout, stdout)
 	})
 }
 
-func printMigrations(ctx context.Context, db *sqlx.DB, stdout io.Writer) error {
-	st, err := schema.Status(ctx, db.DB)
+func printMigrations(ctx context.Context, db *sqlx.DB, l handeling.Layout, stdout io.Writer) error {
+	st, err := schema.Status(ctx, db.DB, l)
 	if err != nil {
 		return err
 	}
@@ -239,7 +241,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	start := setup.Start{Command: command, Common: cfg.Common, HTTPAddr: cfg.HTTPAddr, Broker: bcfg, Log: log}
 	return start.Run(ctx, func(ctx context.Context, db *sqlx.DB, reg *prometheus.Registry) (*setup.Service, error) {
 		pcfg.Registerer = reg
-		reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Excluded, pcfg.MaxInLevering))
+		reg.MustRegister(publicatie.NewBacklogCollector(db, pcfg.Layout, pcfg.Excluded, pcfg.MaxInLevering))
 		pub, err := publicatie.New(db, pcfg, log)
 		if err != nil {
 			return nil, err

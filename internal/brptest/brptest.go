@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ import (
 	_ "github.com/lib/pq" // the PostgreSQL driver
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/rig"
 )
 
@@ -87,8 +89,31 @@ func DB(t testing.TB) (*sqlx.DB, string) {
 	return DBOn(t, DatabaseURL())
 }
 
-// DefaultForm is the form BRP_TEST_STATUSLEV names for DB and DBOn.
+// Layout is the database layout BRP_TEST_LAYOUT names: contract (the default) or kern. DB and
+// DBOn create its tables (kern: the kern tables with test-only views in the contract's form
+// over them, rig.KernCompat, so that a test's bijhouding and assertions run on both), Start
+// gives it to the processes, and the tests give it to what they build in-process.
+// scripts/test.sh runs the suites that matter once more with kern.
+func Layout() handeling.Layout {
+	l, err := handeling.ParseLayout(os.Getenv("BRP_TEST_LAYOUT"))
+	if err != nil {
+		panic(fmt.Sprintf("brptest: BRP_TEST_LAYOUT: %v", err))
+	}
+	return l
+}
+
+// DefaultForm is the form BRP_TEST_STATUSLEV names for DB and DBOn (on the kern layout:
+// KernForm).
 func DefaultForm() Form {
+	if Layout() == handeling.Kern {
+		return KernForm
+	}
+	return ContractForm()
+}
+
+// ContractForm is the contract layout's form BRP_TEST_STATUSLEV names, whatever
+// BRP_TEST_LAYOUT says: for tests of the contract layout's own tables.
+func ContractForm() Form {
 	switch v := os.Getenv("BRP_TEST_STATUSLEV"); v {
 	case "", StatusText.Name:
 		return StatusText
@@ -103,8 +128,9 @@ func DefaultForm() Form {
 
 // Form is how bijhouding created the contract's tables before the service's first migrate.
 type Form struct {
-	Name string // for subtest names: text, enum, unchecked, withoutkey
-	DDL  string // empty: the service's own migration creates them
+	Name   string // for subtest names: text, enum, unchecked, withoutkey, kern
+	DDL    string // empty: the service's own migration creates them
+	Layout handeling.Layout
 }
 
 // The forms of the contract's tables the service must work on (docs/contract.md section 1).
@@ -113,6 +139,8 @@ var (
 	StatusEnum        = Form{Name: "enum", DDL: rig.BijhoudingEnum}
 	statusUnchecked   = Form{Name: "unchecked", DDL: rig.BijhoudingUnchecked}
 	PersoonWithoutKey = Form{Name: "withoutkey", DDL: rig.BijhoudingWithoutKey}
+	// KernForm is the BRP kern schema (handeling.Kern) with the test-only views over it.
+	KernForm = Form{Name: "kern", DDL: rig.BijhoudingKern, Layout: handeling.Kern}
 	// StatusForms are the statuslev column's forms the core tests run on.
 	StatusForms = []Form{StatusText, StatusEnum}
 )
@@ -120,20 +148,20 @@ var (
 // DBWith is DB where bijhouding created the tables in form f.
 func DBWith(t testing.TB, f Form) (*sqlx.DB, string) {
 	t.Helper()
-	return dbOn(t, DatabaseURL(), f.DDL)
+	return dbOn(t, DatabaseURL(), f)
 }
 
 // DBOn is DB on the server of serverURL.
 func DBOn(t testing.TB, serverURL string) (*sqlx.DB, string) {
 	t.Helper()
-	return dbOn(t, serverURL, DefaultForm().DDL)
+	return dbOn(t, serverURL, DefaultForm())
 }
 
-func dbOn(t testing.TB, serverURL, ddl string) (*sqlx.DB, string) {
+func dbOn(t testing.TB, serverURL string, f Form) (*sqlx.DB, string) {
 	t.Helper()
 	NeedsServices(t)
 	name := "t_" + Name(t)
-	db, dbURL, err := rig.CreateDBWith(context.Background(), serverURL, name, ddl)
+	db, dbURL, err := rig.CreateDBIn(context.Background(), serverURL, name, f.DDL, f.Layout)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
 	}
@@ -141,6 +169,23 @@ func dbOn(t testing.TB, serverURL, ddl string) (*sqlx.DB, string) {
 	t.Cleanup(func() {
 		db.Close()
 		_ = rig.DropDB(context.Background(), serverURL, name)
+	})
+	return db, dbURL
+}
+
+// BareDB is a database of t's own holding what ddl creates and nothing of the service (no
+// migration run), and its URL: for tests of migrate itself.
+func BareDB(t testing.TB, ddl string) (*sqlx.DB, string) {
+	t.Helper()
+	NeedsServices(t)
+	name := "t_" + Name(t)
+	db, dbURL, err := rig.CreateBareDB(context.Background(), DatabaseURL(), name, ddl)
+	if err != nil {
+		t.Fatalf("brptest: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		_ = rig.DropDB(context.Background(), DatabaseURL(), name)
 	})
 	return db, dbURL
 }
@@ -350,5 +395,54 @@ func NeedsServices(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs PostgreSQL and a broker (not in the -short lane)")
+	}
+}
+
+// kernColumns are the columns of the kern tables the service touches, as the facts give them
+// (rig.BijhoudingKern): the service must add none.
+var kernColumns = map[string][]string{
+	"admhnd": {"id", "partij", "srt", "statuslev", "toelichtingontlening", "tslev", "tsreg"},
+	"his_persafgeleidadministrati": {"actieinh", "actieverval", "actievervaltbvlevmuts", "admhnd", "id",
+		"indvoorkomentbvlevmuts", "nadereaandverval", "pers", "sorteervolgorde", "tslaatstewijz",
+		"tslaatstewijzgbasystematiek", "tsreg", "tsverval"},
+}
+
+// KernUntouched checks on a kern layout database what the service must leave alone: no
+// column added to kern.admhnd or kern.his_persafgeleidadministrati, and nietLeveren
+// handelingen still in status 2 (niet leveren) without a tslev, all of them.
+func KernUntouched(t testing.TB, db *sqlx.DB, nietLeveren int) {
+	t.Helper()
+	for table, want := range kernColumns {
+		var got []string
+		if err := db.Select(&got, `select column_name::text from information_schema.columns
+			where table_schema = 'kern' and table_name = $1 order by 1`, table); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("kern.%s has columns %v, want %v (the service adds none)", table, got, want)
+		}
+	}
+	var n, other int
+	if err := db.QueryRow(`select count(*) filter (where statuslev = 2 and tslev is null),
+		count(*) filter (where statuslev = 2 and tslev is not null) from kern.admhnd`).Scan(&n, &other); err != nil {
+		t.Fatal(err)
+	}
+	if n != nietLeveren || other != 0 {
+		t.Errorf("status 2 (niet leveren): %d without tslev and %d with, want %d and 0: the service touched one", n, other, nietLeveren)
+	}
+}
+
+// ClearHandelingen removes every handeling, its persons, the operators' actions and the
+// publisher's records from db, for a test that runs many states on one database: on the kern
+// layout from the kern tables (the views cannot be truncated) and admhnd_levering.
+func ClearHandelingen(t testing.TB, db *sqlx.DB) {
+	t.Helper()
+	q := `truncate admhnd_beheer, admhnd_persoon, admhnd, publicatie_nakomer`
+	if Layout() == handeling.Kern {
+		q = `truncate admhnd_beheer, kern.his_persafgeleidadministrati, kern.actie, kern.admhnd, admhnd_levering,
+			publicatie_nakomer, publicatie_fout_changes`
+	}
+	if _, err := db.Exec(q); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -17,12 +17,14 @@ type Proc struct {
 	t testing.TB
 }
 
-// Start runs bin as rig.Cmd.Start does, with settings (rig.Env) after JSON debug logs. The
+// Start runs bin as rig.Cmd.Start does, with settings (rig.Env) after JSON debug logs and the
+// test's layout (Layout). The
 // process is killed when the test ends if it still runs.
 func Start(t testing.TB, name, bin string, settings ...string) *Proc {
 	t.Helper()
 	NeedsServices(t)
-	p, err := rig.Cmd{Name: name, Bin: bin, Env: append([]string{"BRP_LOG_LEVEL=debug"}, settings...)}.Start()
+	env := append([]string{"BRP_LOG_LEVEL=debug", "BRP_DATABASE_LAYOUT=" + string(Layout().Or())}, settings...)
+	p, err := rig.Cmd{Name: name, Bin: bin, Env: env}.Start()
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

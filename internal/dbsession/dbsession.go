@@ -42,6 +42,9 @@ type Settings struct {
 	// silent, for about this long, on the client (package tcp) and on the server
 	// (tcp_user_timeout and tcp_keepalives_*).
 	TCPUserTimeout time.Duration
+	// SearchPath, when set, is the sessions' search_path: the schema of the service's own
+	// tables in a layout that keeps them apart (handeling.Layout.SearchPath).
+	SearchPath string
 }
 
 // readSlack is what the client waits for an answer beyond StatementTimeout before it closes
@@ -91,6 +94,9 @@ func DSN(url string, s Settings) (string, error) {
 			[2]string{"tcp_keepalives_idle", probe},
 			[2]string{"tcp_keepalives_interval", probe},
 			[2]string{"tcp_keepalives_count", strconv.Itoa(tcp.KeepAliveCount)})
+	}
+	if s.SearchPath != "" {
+		params = append(params, [2]string{"search_path", s.SearchPath})
 	}
 	var b strings.Builder
 	b.WriteString(dsn)

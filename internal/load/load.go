@@ -45,6 +45,9 @@ type Spec struct {
 // ExcludedSoort is the default excluded soort (handeling.InitieleVulling).
 const ExcludedSoort = handeling.InitieleVulling
 
+// soorten are the soorten Generate picks from, besides ExcludedSoort.
+var soorten = []string{"GEBOORTE", "VERHUIZING", "HUWELIJK", "NAAMSWIJZIGING", "OVERLIJDEN"}
+
 // Generate returns the workload: ids ascending, tsreg strictly ascending by 1 ms except that
 // every tenth handeling shares its tsreg with the previous one (ties are ordered by id).
 func Generate(s Spec) []Handeling {
@@ -55,7 +58,6 @@ func Generate(s Spec) []Handeling {
 		s.Start = time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	}
 	r := rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))
-	soorten := []string{"GEBOORTE", "VERHUIZING", "HUWELIJK", "NAAMSWIJZIGING", "OVERLIJDEN"}
 	out := make([]Handeling, 0, s.N)
 	ts := s.Start
 	noPerson := map[int]bool{}

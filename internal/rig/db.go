@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/schema"
 )
@@ -25,15 +26,43 @@ func CreateDB(ctx context.Context, serverURL, name string) (*sqlx.DB, string, er
 // (see the Bijhouding* forms), as on a production database before the service's first
 // migrate.
 func CreateDBWith(ctx context.Context, serverURL, name, ddl string) (*sqlx.DB, string, error) {
+	return CreateDBIn(ctx, serverURL, name, ddl, handeling.Contract)
+}
+
+// CreateDBIn is CreateDBWith for layout l. For the kern layout ddl must create the kern tables
+// (BijhoudingKern); the database gets the compatibility views (KernCompat) after the
+// migration, so that tests written for the contract's tables run on it.
+func CreateDBIn(ctx context.Context, serverURL, name, ddl string, l handeling.Layout) (*sqlx.DB, string, error) {
 	db, dbURL, err := CreateBareDB(ctx, serverURL, name, ddl)
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := schema.Migrate(ctx, db.DB); err != nil {
+	if _, err := schema.MigrateWith(ctx, db.DB, schema.Config{Layout: l}); err != nil {
 		db.Close()
 		return nil, "", fmt.Errorf("rig: migrate %s: %w", name, err)
 	}
-	return db, dbURL, nil
+	if l.Or() != handeling.Kern {
+		return db, dbURL, nil
+	}
+	_, err = db.ExecContext(ctx, KernCompat)
+	db.Close()
+	if err != nil {
+		return nil, "", fmt.Errorf("rig: compatibility views in %s: %w", name, err)
+	}
+	// The test's sessions find the service's tables (brp_levering) and the views in the
+	// contract's form (public). The service's own sessions put brp_levering alone in their
+	// search_path (dbsession), after this one.
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return nil, "", fmt.Errorf("rig: database URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", handeling.ServiceSchema+",public")
+	u.RawQuery = q.Encode()
+	if db, err = sqlx.Open("postgres", u.String()); err != nil {
+		return nil, "", fmt.Errorf("rig: %w", err)
+	}
+	return db, u.String(), nil
 }
 
 // CreateBareDB is CreateDBWith without the service's schema: the database holds what ddl

@@ -37,6 +37,7 @@ var commonBad = [][2]string{
 	{"BRP_STOMP_TIMEOUT", "1000h"},
 	{"BRP_DATABASE_STATEMENT_TIMEOUT", "9223372036s"},
 	{"BRP_LOG_FORMAT", "xml"},
+	{"BRP_DATABASE_LAYOUT", "kernel"},
 	{"BRP_LOG_LEVEL", "loud"},
 	{"BRP_HTTP_ADDR", "nowhere"},
 	{"BRP_LEVERING_ADMHNDPUBLICATIE_QUEUE", "no-slash"},

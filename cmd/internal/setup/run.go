@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/schema"
 )
 
@@ -75,7 +76,7 @@ func (s Start) Run(ctx context.Context, build func(ctx context.Context, db *sqlx
 		return err
 	}
 	defer db.Close()
-	if err := schema.Check(ctx, db.DB); err != nil {
+	if err := schema.Check(ctx, db.DB, handeling.Layout(s.Common.Layout)); err != nil {
 		return err
 	}
 	probe.Waiting("broker")

@@ -26,6 +26,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/backoff"
 	"github.com/brp/levering/internal/dbsession"
 )
@@ -43,8 +44,10 @@ type Common struct {
 	StompTLSCA    string      `envconfig:"BRP_STOMP_TLS_CA"`
 	StompTLSCert  string      `envconfig:"BRP_STOMP_TLS_CERT"`
 	StompTLSKey   string      `envconfig:"BRP_STOMP_TLS_KEY"`
-	LogFormat     LogFormat   `envconfig:"BRP_LOG_FORMAT" default:"auto"`
-	LogLevel      LogLevel    `envconfig:"BRP_LOG_LEVEL" default:"info" max:"8"` // a slog level: error is 8
+	// Layout is which tables hold the handelingen: contract or kern (docs/contract.md section 1).
+	Layout    Layout    `envconfig:"BRP_DATABASE_LAYOUT" default:"contract"`
+	LogFormat LogFormat `envconfig:"BRP_LOG_FORMAT" default:"auto"`
+	LogLevel  LogLevel  `envconfig:"BRP_LOG_LEVEL" default:"info" max:"8"` // a slog level: error is 8
 	// The bounds of every database session (package dbsession); 0 turns one off.
 	StatementTimeout Duration `envconfig:"BRP_DATABASE_STATEMENT_TIMEOUT" default:"30s" max:"24h"`
 	LockTimeout      Duration `envconfig:"BRP_DATABASE_LOCK_TIMEOUT" default:"5s" max:"1h"`
@@ -118,6 +121,7 @@ func (c Common) Session(command string) dbsession.Settings {
 		LockTimeout:              time.Duration(c.LockTimeout),
 		IdleInTransactionTimeout: time.Duration(c.IdleTimeout),
 		TCPUserTimeout:           time.Duration(c.TCPUserTimeout),
+		SearchPath:               handeling.Layout(c.Layout).SearchPath(),
 	}
 }
 

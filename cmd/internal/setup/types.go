@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/brp/levering/broker"
+	"github.com/brp/levering/handeling"
 )
 
 // Each type below is an envconfig.Decoder whose error says what is expected; Load adds the
@@ -241,6 +243,19 @@ func (l List) String() string { return strings.Join(l, ",") }
 
 // LogFormat is json, text or auto (text on a terminal, else json).
 type LogFormat string
+
+// Layout is BRP_DATABASE_LAYOUT: contract or kern (handeling.Layout).
+type Layout handeling.Layout
+
+// Decode implements envconfig.Decoder.
+func (l *Layout) Decode(v string) error {
+	parsed, err := handeling.ParseLayout(strings.TrimSpace(v))
+	if err != nil {
+		return errors.New("expected contract or kern")
+	}
+	*l = Layout(parsed)
+	return nil
+}
 
 // Decode implements envconfig.Decoder.
 func (f *LogFormat) Decode(v string) error {

@@ -1,0 +1,1 @@
+select count(*) from kern.admhnd where statuslev = 3

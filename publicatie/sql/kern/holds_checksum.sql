@@ -1,0 +1,7 @@
+-- holds_checksum.sql on the kern layout: count and xor of the ids of the unreleased fout
+-- handelingen, for the sweep.
+-- (publicatie_unreleased_fout written out, as in holds.sql.)
+select count(*), coalesce(bit_xor(a.id), 0)
+from kern.admhnd a
+where a.statuslev = 5
+  and a.id not in (select l.admhnd_id from admhnd_levering l where l.vrijgegeven is not null)
