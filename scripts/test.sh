@@ -42,6 +42,12 @@ go test -count=1 -timeout 60m -skip '^TestChaos$' "$@" ./...
 # brptest.DB reads BRP_TEST_STATUSLEV); the end-to-end scenario runs on both forms by itself.
 BRP_TEST_STATUSLEV=enum go test -count=1 -timeout 20m "$@" ./publicatie/ ./levering/ ./operate/ ./schema/ ./cmd/...
 go test -count=1 -timeout 20m -v -run '^TestChaos$' "$@" ./scenarios/ | grep -E '^\s*(=== RUN|--- |chaos_test.go|ok|FAIL|PASS)'
+# The kern layout (BRP_DATABASE_LAYOUT=kern, docs/kern.md): the core packages, the hostile
+# bijhouding and the chaos test once more on a BRP kern database (brptest.Layout). The kern
+# layout's own tests (migrate's refusals, migrate beside bijhouding, the commands) run above.
+BRP_TEST_LAYOUT=kern go test -count=1 -timeout 30m "$@" ./publicatie/ ./levering/ ./operate/ ./handeling/
+BRP_TEST_LAYOUT=kern go test -count=1 -timeout 20m -run '^TestHostileBijhouding$' "$@" ./scenarios/
+BRP_TEST_LAYOUT=kern go test -count=1 -timeout 20m -v -run '^TestChaos$/^ActiveMQ$' "$@" ./scenarios/ | grep -E '^\s*(=== RUN|--- |chaos_test.go|ok|FAIL|PASS)'
 # The benchmark, small (scripts/bench.sh measures for real): every measurement runs, checks
 # per-person order and is rendered. Only for the whole suite, not for a selection of tests.
 if (($# == 0)); then

@@ -22,15 +22,18 @@ import (
 
 	"github.com/brp/levering/broker"
 	"github.com/brp/levering/cmd/internal/setup"
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/internal/rig"
 	"github.com/brp/levering/publicatie"
+	"github.com/brp/levering/schema"
 )
 
 type options struct {
 	n, personen, consumers int
 	timeout                time.Duration
 	logDir                 string
+	layout                 string
 }
 
 func main() {
@@ -40,6 +43,7 @@ func main() {
 	flag.IntVar(&o.consumers, "consumers", 3, "mutatielevering processes")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	flag.StringVar(&o.logDir, "logs", ".run/demo", "where the processes' logs go")
+	flag.StringVar(&o.layout, "layout", "contract", "database layout: contract (admhnd, admhnd_persoon) or kern (the BRP kern schema, docs/kern.md)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -60,14 +64,21 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 
-	// A database of the demo's own, made afresh, on the configured server.
-	db, dbURL, err := rig.CreateDB(ctx, string(common.DatabaseURL), "brp_demo")
+	layout, err := handeling.ParseLayout(o.layout)
+	if err != nil {
+		return fmt.Errorf("-layout: %w", err)
+	}
+	db, dbURL, err := demoDB(ctx, string(common.DatabaseURL), layout)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	hs := load.Generate(load.Spec{N: o.n, Personen: o.personen, Multi: 1.0 / 3, Excluded: 0.05, NoPerson: 3, Seed: uint64(time.Now().UnixNano())})
-	if err := load.Insert(ctx, db, hs); err != nil {
+	insert := load.Insert
+	if layout == handeling.Kern {
+		insert = load.InsertKern
+	}
+	if err := insert(ctx, db, hs); err != nil {
 		return err
 	}
 	want, wantFout, excluded := 0, 0, 0
@@ -81,8 +92,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			want++
 		}
 	}
-	fmt.Fprintf(out, "loaded %d handelingen over %d persons (%d excluded, %d without persons) into %s\n",
-		len(hs), o.personen, excluded, wantFout, rig.Redact(dbURL))
+	fmt.Fprintf(out, "loaded %d handelingen over %d persons (%d excluded, %d without persons) into %s, %s layout\n",
+		len(hs), o.personen, excluded, wantFout, rig.Redact(dbURL), layout.Or())
 
 	q := rig.QueuesNamed("/queue/brp.demo." + strconv.FormatInt(time.Now().Unix(), 36))
 	reader, err := rig.Read(bcfg, q.Verzending)
@@ -94,7 +105,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := os.MkdirAll(o.logDir, 0o755); err != nil {
 		return err
 	}
-	env := rig.Env(bcfg, dbURL, q, rig.Inherit("BRP_")...)
+	env := rig.Env(bcfg, dbURL, q, append(rig.Inherit("BRP_"), "BRP_DATABASE_LAYOUT="+string(layout.Or()))...)
 	var procs []*rig.Proc
 	defer func() { stopAll(procs, out) }()
 	self, _ := os.Executable()
@@ -137,7 +148,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("not done after %v: %+v", o.timeout, st)
 		case <-tick.C:
 		}
-		if st, err = readStatus(ctx, db); err != nil {
+		if st, err = readStatus(ctx, db, layout); err != nil {
 			fmt.Fprintf(out, "  (database: %v)\n", err)
 			continue
 		}
@@ -155,7 +166,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	rep := load.CheckOrder(reader.IDs(), byID)
 	var touched int
-	if err := db.GetContext(ctx, &touched, `select count(*) from admhnd where soort = $1 and statuslev is not null`, load.ExcludedSoort); err != nil {
+	args := []any{load.ExcludedSoort}
+	if layout == handeling.Kern {
+		args = nil // soort 37
+	}
+	if err := db.GetContext(ctx, &touched, statusSQL[layout.Or()].touched, args...); err != nil {
 		return err
 	}
 	stopAll(procs, out)
@@ -191,13 +206,46 @@ func verdict(v []string) string {
 
 type status struct{ geleverd, inLevering, fout, open int }
 
-func readStatus(ctx context.Context, db *sqlx.DB) (status, error) {
+// statusSQL are the demo's own reads per layout: the counts by status (te leveren counts the
+// excluded soort too) and how many of the excluded soort the service touched (the kern layout
+// registers it as soort 37 in status 2).
+var statusSQL = map[handeling.Layout]struct{ counts, touched string }{
+	handeling.Contract: {
+		counts: `select count(*) filter (where statuslev = 'geleverd'), count(*) filter (where statuslev = 'in_levering'),
+	count(*) filter (where statuslev = 'fout'), count(*) filter (where statuslev is null)
+from admhnd`,
+		touched: `select count(*) from admhnd where soort = $1 and statuslev is not null`,
+	},
+	handeling.Kern: {
+		counts: `select count(*) filter (where statuslev = 4), count(*) filter (where statuslev = 3),
+	count(*) filter (where statuslev = 5), count(*) filter (where statuslev in (1, 2))
+from kern.admhnd`,
+		touched: `select count(*) from kern.admhnd where srt = 37 and (statuslev <> 2 or tslev is not null)`,
+	},
+}
+
+func readStatus(ctx context.Context, db *sqlx.DB, l handeling.Layout) (status, error) {
 	var s status
-	err := db.QueryRowxContext(ctx, `select
-		count(*) filter (where statuslev = 'geleverd'), count(*) filter (where statuslev = 'in_levering'),
-		count(*) filter (where statuslev = 'fout'), count(*) filter (where statuslev is null) from admhnd`).
-		Scan(&s.geleverd, &s.inLevering, &s.fout, &s.open)
+	err := db.QueryRowxContext(ctx, statusSQL[l.Or()].counts).Scan(&s.geleverd, &s.inLevering, &s.fout, &s.open)
 	return s, err
+}
+
+// demoDB makes a database of the demo's own afresh on the server of serverURL, with the
+// service's schema: on the kern layout over the kern tables bijhouding has
+// (rig.BijhoudingKern), as publicatie migrate would.
+func demoDB(ctx context.Context, serverURL string, l handeling.Layout) (*sqlx.DB, string, error) {
+	if l.Or() == handeling.Contract {
+		return rig.CreateDB(ctx, serverURL, "brp_demo")
+	}
+	db, dbURL, err := rig.CreateBareDB(ctx, serverURL, "brp_demo", rig.BijhoudingKern)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := schema.MigrateWith(ctx, db.DB, schema.Config{Layout: l}); err != nil {
+		db.Close()
+		return nil, "", err
+	}
+	return db, dbURL, nil
 }
 
 // stopAll sends SIGTERM to every process and reports how each ended.
