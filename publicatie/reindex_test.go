@@ -30,7 +30,7 @@ import (
 // rounds, not the REINDEX, not bijhouding.
 //
 // On the kern layout only the rounds must stay out of deadlocks: the test views' registrations
-// write four kern tables and can deadlock with a REINDEX TABLE on their own.
+// can deadlock with a REINDEX on their own (see the end of the test).
 //
 // Left out: REINDEX INDEX CONCURRENTLY of admhnd's key followed by REINDEX TABLE admhnd, which
 // can deadlock bijhouding's late persons with the REINDEX (docs/operations.md, "REINDEX and
@@ -145,10 +145,9 @@ func TestRoundsBesideReindex(t *testing.T) {
 	wg.Wait()
 	for _, d := range deadlocks {
 		if brptest.Layout() == handeling.Kern && !strings.HasPrefix(d, "round:") {
-			// The test views register through four kern tables, in an order of their own,
-			// and a REINDEX TABLE of kern.his_persafgeleidadministrati can deadlock with
-			// that as with any writer of several tables (docs/kern.md); the rounds take no
-			// part in it.
+			// The test views' statements hold kern.admhnd's indexes (the view's plan)
+			// before their triggers write the table, and can deadlock with a REINDEX
+			// (docs/kern.md, REINDEX); the rounds take no part in it.
 			t.Logf("deadlock outside the rounds: %s", d)
 			continue
 		}
