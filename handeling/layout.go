@@ -81,3 +81,21 @@ func (l Layout) IsDefaultExcluded(excluded []string) bool {
 	d := l.DefaultExcluded()
 	return len(excluded) == 1 && excluded[0] == d[0]
 }
+
+// Layouts are every layout, in the order their statements are loaded.
+var Layouts = []Layout{Contract, Kern}
+
+// PerLayout holds one T for each of Layouts: a package's statements in each layout.
+type PerLayout[T any] map[Layout]T
+
+// LoadPerLayout calls load once for each of Layouts.
+func LoadPerLayout[T any](load func(Layout) T) PerLayout[T] {
+	p := PerLayout[T]{}
+	for _, l := range Layouts {
+		p[l] = load(l)
+	}
+	return p
+}
+
+// For returns the T of layout l (zero: Contract's).
+func (p PerLayout[T]) For(l Layout) T { return p[l.Or()] }

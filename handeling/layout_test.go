@@ -51,3 +51,13 @@ func TestLayout(t *testing.T) {
 		t.Error("the contract's excluded soort is the kern layout's default exclusion")
 	}
 }
+
+// LoadPerLayout loads once per layout, and For serves the zero layout Contract's.
+func TestLoadPerLayout(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	p := handeling.LoadPerLayout(func(l handeling.Layout) string { calls++; return string(l) })
+	if calls != len(handeling.Layouts) || p.For("") != "contract" || p.For(handeling.Kern) != "kern" {
+		t.Errorf("%d loads, For(\"\") %q, For(kern) %q", calls, p.For(""), p.For(handeling.Kern))
+	}
+}

@@ -31,10 +31,7 @@ func loadStatements(l Layout) *statements {
 	}
 }
 
-var byLayout = map[Layout]*statements{
-	Contract: loadStatements(Contract),
-	Kern:     loadStatements(Kern),
-}
+var byLayout = LoadPerLayout(loadStatements)
 
 // statementsFor returns the statements of layout l (zero: the contract's).
-func statementsFor(l Layout) *statements { return byLayout[l.Or()] }
+func statementsFor(l Layout) *statements { return byLayout.For(l) }

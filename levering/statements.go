@@ -40,13 +40,10 @@ func loadStatements(l handeling.Layout) *statements {
 	}
 }
 
-var byLayout = map[handeling.Layout]*statements{
-	handeling.Contract: loadStatements(handeling.Contract),
-	handeling.Kern:     loadStatements(handeling.Kern),
-}
+var byLayout = handeling.LoadPerLayout(loadStatements)
 
 // statementsFor returns the statements of layout l (zero: the contract's).
-func statementsFor(l handeling.Layout) *statements { return byLayout[l.Or()] }
+func statementsFor(l handeling.Layout) *statements { return byLayout.For(l) }
 
 // batchSQL are the statements of a batch that run prepared (package prepared): their generic
 // plans (primary-key and person probes) are the right plans for every batch. batchLocksSQL

@@ -78,13 +78,10 @@ func loadStatements(l handeling.Layout) *statements {
 	}
 }
 
-var byLayout = map[handeling.Layout]*statements{
-	handeling.Contract: loadStatements(handeling.Contract),
-	handeling.Kern:     loadStatements(handeling.Kern),
-}
+var byLayout = handeling.LoadPerLayout(loadStatements)
 
 // statementsFor returns the statements of layout l (zero: the contract's).
-func statementsFor(l handeling.Layout) *statements { return byLayout[l.Or()] }
+func statementsFor(l handeling.Layout) *statements { return byLayout.For(l) }
 
 // roundSQL are the statements of a round that run prepared (see package prepared): not
 // intakeSQL and checksumSQL, whose plans depend on their exclusion list, nor roundLocksSQL,
