@@ -26,7 +26,7 @@ with b as (
     join (select distinct on (persoon_id) persoon_id, k, id from bk order by persoon_id, k desc, id desc) hi
       on hi.persoon_id = lo.persoon_id
 ), x as (
-    select publicatie_srt_ids($2::text[]) as excluded
+    select (select publicatie_srt_ids($2::text[])) as excluded
 ), h as (
     select pp.persoon_id, h.* from pp cross join x
     cross join lateral (select admhnd from kern.his_persafgeleidadministrati where pers = pp.persoon_id offset 0) op

@@ -3,7 +3,7 @@
 -- soorten by naam), their soort by naam. Found through kern.his_persafgeleidadministrati's
 -- (pers) index.
 with excluded as (
-    select publicatie_srt_ids($3::text[]) as srt
+    select (select publicatie_srt_ids($3::text[])) as srt
 ), later as (
     select distinct w.id, w.srt, w.tsreg, w.statuslev
     from kern.his_persafgeleidadministrati mine

@@ -1,7 +1,7 @@
 -- overtaken.sql on the kern layout: how many handelingen of the persons of handeling $1 (tsreg
 -- $2) after it ($3: the excluded soorten by naam) are in levering (3) or delivered (4).
 with excluded as (
-    select publicatie_srt_ids($3::text[]) as srt
+    select (select publicatie_srt_ids($3::text[])) as srt
 ), later as (
     select distinct w.id, w.statuslev
     from kern.his_persafgeleidadministrati mine
