@@ -42,7 +42,9 @@ import (
 // a directory holding publicatie and mutatielevering binaries of another build (whose own
 // `publicatie migrate` creates its schema). BRP_FRESH_RATES (default 500,2000),
 // BRP_FRESH_FORMS (default now,client,client_behind), BRP_FRESH_SECONDS (measured seconds per
-// run, default 20, after 3 s unmeasured), BRP_FRESH_REPS (default 1); BRP_FRESH_BACKLOG=N adds,
+// run, default 20, after 3 s unmeasured), BRP_FRESH_REPS (default 1), BRP_FRESH_HISTORY
+// (handelingen already geleverd before each run starts, default 200,000: delivered);
+// BRP_FRESH_BACKLOG=N adds,
 // in each rep, backlog=N/version=V: N handelingen over N/4 persons (30 % multi-person)
 // registered before the processes start, delivered at full speed (hps), the versions' raw
 // throughput beside each other; for experiments
@@ -237,6 +239,7 @@ type registration struct {
 func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form string, d time.Duration, held int) figures {
 	b.Helper()
 	db, dbURL := versionDB(b, svc, v)
+	delivered(b, db, v.layout, envInt("BRP_FRESH_HISTORY", 200_000))
 	heldBehindFout(db, held)
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
@@ -426,6 +429,47 @@ func heldBehindFout(db *sqlx.DB, n int) {
 	db.MustExec(`analyze admhnd, admhnd_persoon`)
 }
 
+// delivered gives the database a history before the processes start: n handelingen already
+// geleverd, of the persons register picks from (10 % of them of two), ids from
+// historyFirstID, registered in the three hours before, then vacuumed and analysed. A
+// production database has its history, and plans made on empty tables are not those of
+// production: a statement prepared while a table was nearly empty kept a sequential scan of it
+// for the rest of a run, and a person's history is what the consumer's check reads.
+func delivered(b *testing.B, db *sqlx.DB, layout handeling.Layout, n int) {
+	b.Helper()
+	if n == 0 {
+		return
+	}
+	hs := load.Generate(load.Spec{N: n, Personen: benchPersonen, Multi: 0.1, Seed: 11,
+		FirstID: historyFirstID, Start: time.Now().Add(-3 * time.Hour)})
+	insert, stmts := load.Insert, []string{
+		`update admhnd set statuslev = 'geleverd', tslev = tsreg + interval '1 second' where id >= $1`,
+		`delete from publicatie_nakomer`, `delete from publicatie_herlees`,
+		`vacuum analyze admhnd`, `vacuum analyze admhnd_persoon`}
+	if layout == handeling.Kern {
+		insert, stmts = load.InsertKern, []string{
+			`update kern.admhnd set statuslev = 4, tslev = tsreg + interval '1 second' where id >= $1`,
+			`delete from brp_levering.publicatie_nakomer`, `delete from brp_levering.publicatie_herlees`,
+			`vacuum analyze kern.admhnd`, `vacuum analyze kern.actie`, `vacuum analyze kern.pers`,
+			`vacuum analyze kern.his_persafgeleidadministrati`}
+	}
+	if err := insert(context.Background(), db, hs); err != nil {
+		b.Fatal(err)
+	}
+	for i, st := range stmts {
+		var args []any
+		if i == 0 {
+			args = append(args, historyFirstID)
+		}
+		if _, err := db.Exec(st, args...); err != nil {
+			b.Fatalf("history: %s: %v", st, err)
+		}
+	}
+}
+
+// historyFirstID is the first id of delivered's history, far above the registrations' ids.
+const historyFirstID = 50_000_000
+
 // bareDB is a fresh database with nothing in it, dropped when b ends.
 func bareDB(b *testing.B, svc *brptest.Services) (*sqlx.DB, string) {
 	b.Helper()
@@ -441,6 +485,9 @@ func bareDB(b *testing.B, svc *brptest.Services) (*sqlx.DB, string) {
 	return db, url
 }
 
+// benchPersonen is the number of persons register picks from.
+const benchPersonen = 20_000
+
 // register registers handelingen at rate for d, each in a transaction of its own, on sixteen
 // connections, and returns them in id order. A registration is one call of a function the
 // benchmark creates (bench_register: the handeling, then its persons, in the call's
@@ -448,7 +495,7 @@ func bareDB(b *testing.B, svc *brptest.Services) (*sqlx.DB, string) {
 // registering side spends the machine's CPU as little as an application server's would.
 func register(b *testing.B, db *sqlx.DB, layout handeling.Layout, rate int, form string, d time.Duration) []registration {
 	b.Helper()
-	const workers, personen = 16, 20_000
+	const workers, personen = 16, benchPersonen
 	db.SetMaxOpenConns(workers)
 	db.SetMaxIdleConns(workers)
 	tsreg, ok := tsregForms[form]
