@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 )
 
@@ -13,7 +14,8 @@ import (
 // (markSQL, and the intake's part for publicatie_nakomer) with the statistics that once made
 // them slow: taken while every handeling was delivered, followed by a bulk of open work. Their
 // generic plans must find the ids through the primary key; through the index of open work
-// (estimated empty) they read every open handeling per round.
+// (estimated empty) they read every open handeling per round. refuseOddTsregSQL, under the same
+// statistics, must not read all open work either.
 func TestRoundFindsRowsByID(t *testing.T) {
 	t.Parallel()
 	db, _ := brptest.DB(t)
@@ -34,6 +36,7 @@ func TestRoundFindsRowsByID(t *testing.T) {
 		`set plan_cache_mode = force_generic_plan`,
 		`prepare mark(bigint[]) as ` + testSQL().markSQL,
 		`prepare intake(timestamptz, timestamptz, bigint, int, bigint[]) as ` + testSQL().intakeDefaultSQL,
+		`prepare refuse(text, text[]) as ` + testSQL().refuseOddTsregSQL,
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -57,6 +60,21 @@ func TestRoundFindsRowsByID(t *testing.T) {
 		}
 		if !byID {
 			t.Errorf("%s does not look its rows up by id:\n%s", c.explain, strings.Join(plan, "\n"))
+		}
+	}
+	// refuseOddTsregSQL looks at the two ends of open work: every scan of an index of open work
+	// has an index condition (it once walked all of it, filtering by tsreg).
+	plan, err := explain(ctx, conn, `explain execute refuse('x', '{`+handeling.InitieleVulling+`}')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range plan {
+		if !strings.Contains(line, "Scan") || !strings.Contains(line, "te_leveren") && !strings.Contains(line, "televeren") {
+			continue
+		}
+		if i+1 == len(plan) || !strings.Contains(plan[i+1], "Index Cond:") {
+			t.Errorf("refuseOddTsregSQL reads an index of open work without a condition:\n%s", strings.Join(plan, "\n"))
+			break
 		}
 	}
 }
