@@ -187,7 +187,8 @@ func TestRoundLocksSQL(t *testing.T) {
 		"admhnd_persoon_pkey AccessShareLock", "publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
 		"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock", "publicatie_toestand RowExclusiveLock"}
 	if kern {
-		want = []string{"admhnd RowExclusiveLock", "admhnd_levering RowExclusiveLock", "his_persafgeleidadministrati AccessShareLock",
+		want = []string{"admhnd RowExclusiveLock", "admhnd_levering RowExclusiveLock", "brp_levering_his_pers_idx AccessShareLock",
+			"his_persafgeleidadministrati AccessShareLock",
 			"his_persafgeleidadministrati_pkey AccessShareLock", "ix_his_persafgeleidadministrati_admhnd AccessShareLock",
 			"publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
 			"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock",

@@ -4,7 +4,8 @@
 -- handelingen of its persons that may bear on them, of a soort not excluded ($2, by naam) and
 -- still to be delivered (1), in levering (3), geleverd (4), or ($3: the strict policy) fout (5)
 -- and not released. A handeling's persons are the pers of all its his rows, ended ones
--- included; a person's handelingen are read through the his index on (pers, tsreg). Released
+-- included; a person's handelingen are read from the his index brp_levering_his_pers_idx
+-- (pers, admhnd), without visiting his rows (schema/kern/0002). Released
 -- (admhnd_levering) is read for a fout one only: that table is small and churns (a row from
 -- publication to delivery), so its statistics are often those of an empty table, and the
 -- planner then scanned it whole for every row of every person's history.
