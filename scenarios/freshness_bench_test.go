@@ -124,14 +124,7 @@ func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figure
 	b.Helper()
 	db, dbURL := versionDB(b, svc, v)
 	hs := load.Generate(load.Spec{N: n, Personen: n / 4, Multi: 0.3, Seed: 21, Start: time.Now().Add(-time.Hour)})
-	insert, tables := load.Insert, `admhnd, admhnd_persoon`
-	if v.layout == handeling.Kern {
-		insert, tables = load.InsertKern, `kern.admhnd, kern.actie, kern.his_persafgeleidadministrati`
-	}
-	if err := insert(context.Background(), db, hs); err != nil {
-		b.Fatal(err)
-	}
-	db.MustExec(`analyze ` + tables)
+	db.MustExec(`analyze ` + registerAll(b, db, v.layout, hs))
 	q := brptest.NewQueues(b)
 	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
 	env := append(append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...), v.env()...)
@@ -442,29 +435,32 @@ func delivered(b *testing.B, db *sqlx.DB, layout handeling.Layout, n int) {
 	}
 	hs := load.Generate(load.Spec{N: n, Personen: benchPersonen, Multi: 0.1, Seed: 11,
 		FirstID: historyFirstID, Start: time.Now().Add(-3 * time.Hour)})
-	insert, stmts := load.Insert, []string{
-		`update admhnd set statuslev = 'geleverd', tslev = tsreg + interval '1 second' where id >= $1`,
-		`delete from publicatie_nakomer`, `delete from publicatie_herlees`,
-		`vacuum analyze admhnd`, `vacuum analyze admhnd_persoon`}
+	tables := registerAll(b, db, layout, hs)
+	setDelivered, records := `update admhnd set statuslev = 'geleverd', tslev = tsreg + interval '1 second' where id >= $1`,
+		[]string{`delete from publicatie_nakomer`, `delete from publicatie_herlees`}
 	if layout == handeling.Kern {
-		insert, stmts = load.InsertKern, []string{
-			`update kern.admhnd set statuslev = 4, tslev = tsreg + interval '1 second' where id >= $1`,
-			`delete from brp_levering.publicatie_nakomer`, `delete from brp_levering.publicatie_herlees`,
-			`vacuum analyze kern.admhnd`, `vacuum analyze kern.actie`, `vacuum analyze kern.pers`,
-			`vacuum analyze kern.his_persafgeleidadministrati`}
+		setDelivered, records = `update kern.admhnd set statuslev = 4, tslev = tsreg + interval '1 second' where id >= $1`,
+			[]string{`delete from brp_levering.publicatie_nakomer`, `delete from brp_levering.publicatie_herlees`}
+	}
+	db.MustExec(setDelivered, historyFirstID)
+	for _, st := range records { // what the registration triggers recorded of the old tsregs
+		db.MustExec(st)
+	}
+	db.MustExec(`vacuum analyze ` + tables)
+}
+
+// registerAll registers hs as bijhouding does in layout l (load.Insert, load.InsertKern) and
+// returns the tables that wrote, for analyze.
+func registerAll(b *testing.B, db *sqlx.DB, l handeling.Layout, hs []load.Handeling) (tables string) {
+	b.Helper()
+	insert, tables := load.Insert, `admhnd, admhnd_persoon`
+	if l == handeling.Kern {
+		insert, tables = load.InsertKern, `kern.admhnd, kern.pers, kern.actie, kern.his_persafgeleidadministrati`
 	}
 	if err := insert(context.Background(), db, hs); err != nil {
 		b.Fatal(err)
 	}
-	for i, st := range stmts {
-		var args []any
-		if i == 0 {
-			args = append(args, historyFirstID)
-		}
-		if _, err := db.Exec(st, args...); err != nil {
-			b.Fatalf("history: %s: %v", st, err)
-		}
-	}
+	return tables
 }
 
 // historyFirstID is the first id of delivered's history, far above the registrations' ids.
