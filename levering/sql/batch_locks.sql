@@ -13,6 +13,11 @@
 -- handeling of each person of the batch, by keys that never repeat within a person, so the
 -- cache would only cost. A SET LOCAL here costs no round trip of its own; the prepared
 -- statements are planned (custom plans, then the generic one) in such transactions only.
+--
+-- admhnd is locked by planning an update of it (EXPLAIN runs nothing: no row, no trigger): the
+-- planner takes the row exclusive lock on it and its indexes, which needs only the column
+-- rights the service's role has (schema/grants), where LOCK TABLE needs a table-wide one.
 set local enable_memoize = off;
-lock table admhnd, publicatie_nakomer, levering_onderweg in row exclusive mode;
+explain update admhnd set statuslev = statuslev where false;
+lock table publicatie_nakomer, levering_onderweg in row exclusive mode;
 select from admhnd_persoon where false

@@ -2,6 +2,10 @@
 -- round writes, locked in row exclusive mode before it reads any of them (admhnd first, then
 -- the service's tables in the order a round first touches them), and a planned read of
 -- admhnd_persoon, which locks its indexes by oid as a REINDEX takes them. It runs unprepared.
-lock table admhnd, publicatie_toestand, publicatie_ingehaald, publicatie_laat_personen, publicatie_herlees,
+-- admhnd is locked by planning an update of it (EXPLAIN runs nothing: no row, no trigger): the
+-- planner takes the row exclusive lock on it and its indexes, which needs only the column
+-- rights the service's role has (schema/grants), where LOCK TABLE needs a table-wide one.
+explain update admhnd set statuslev = statuslev where false;
+lock table publicatie_toestand, publicatie_ingehaald, publicatie_laat_personen, publicatie_herlees,
     publicatie_lead_samples, publicatie_fout_changes, publicatie_nakomer in row exclusive mode;
 select from admhnd_persoon where false
