@@ -221,14 +221,16 @@ func (p *Publisher) next(l *roundLoop, more, sleep bool, err error) (wait time.D
 	return p.cfg.Delay, false
 }
 
-// checkHorizonPrivilege warns when this role cannot see other roles' transactions in
-// pg_stat_activity: the horizon would then miss a late bijhouding transaction of another role.
+// checkHorizonPrivilege warns when the horizon cannot see other roles' transactions: the
+// owner of publicatie_sessions() (migration 0016), which reads pg_stat_activity as that owner,
+// is neither a superuser nor a member of pg_read_all_stats. The horizon would then miss a late
+// bijhouding transaction of another role. The service's own role needs neither.
 func (p *Publisher) checkHorizonPrivilege(ctx context.Context) {
 	var ok bool
 	err := p.db.GetContext(ctx, &ok, p.sql.horizonPrivilegeSQL)
 	if err == nil && !ok {
-		p.log.Warn("this database role cannot see other roles' transactions; grant pg_read_all_stats to it, " +
-			"or a bijhouding transaction that commits late may be overtaken")
+		p.log.Warn("the owner of publicatie_sessions() cannot see other roles' transactions; grant pg_read_all_stats to it " +
+			"(schema/grants does), or a bijhouding transaction that commits late may be overtaken")
 	}
 }
 

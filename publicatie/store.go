@@ -30,10 +30,13 @@ import (
 // its first registration more than half a second after it began; the publisher takes such
 // handelingen in behind its stand. So a report, a batch job or an idle session elsewhere in the
 // database holds publication back for a second at most, and a long bijhouding transaction for
-// MaxWait. The service's own sessions (dbsession.ServiceSessionSQL) never hold it.
+// MaxWait. The service's own sessions never hold it: those with its application_name
+// (dbsession.AppName) whose role may execute publicatie_sessions(), which a bijhouding role
+// may not, so naming itself so does not make a writer's transaction the service's.
 //
-// Other roles' transactions are visible in pg_stat_activity only to members of
-// pg_read_all_stats (or superusers): see checkHorizonPrivilege.
+// The view reads the sessions through publicatie_sessions() (migration 0016), which runs as
+// its owner: the owner needs pg_read_all_stats (or superuser) to see other roles'
+// transactions, the service's role does not (checkHorizonPrivilege).
 func (s *statements) readHorizon(ctx context.Context, q querier) (h time.Time, st roundState, err error) {
 	var margin, bound, held, maxWait, sampleRate, sampleLeft float64
 	var holder sql.NullFloat64

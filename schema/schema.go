@@ -36,7 +36,7 @@ import (
 	"github.com/brp/levering/handeling"
 )
 
-//go:embed migrations/*.sql kern/*.sql
+//go:embed migrations/*.sql kern/*.sql grants/*.sql
 var migrations embed.FS
 
 // dir is the directory of layout l's migrations.

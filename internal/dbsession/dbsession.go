@@ -51,9 +51,11 @@ type Settings struct {
 // the connection: the network and a loaded server's scheduling.
 const readSlack = 5 * time.Second
 
-// ServiceSessionSQL is true for sessions of this service's commands (by the application_name
-// AppName gives them). They never register handelingen, so the publisher's horizon leaves their
-// transactions out: a frozen consumer's open transaction must not hold back publication.
+// ServiceSessionSQL is true for sessions that carry the application_name AppName gives this
+// service's commands. They never register handelingen, so the publisher's horizon leaves their
+// transactions out: a frozen consumer's open transaction must not hold back publication. Any
+// client can set an application_name, so the horizon (publicatie_sessions(), migration 0016)
+// also asks that the session's role may execute that function: a bijhouding role may not.
 const ServiceSessionSQL = `(application_name like 'publicatie[%' or application_name like 'mutatielevering[%')`
 
 // AppName is the application_name of command's sessions in this process: command[pid]@host,

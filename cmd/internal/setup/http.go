@@ -221,10 +221,18 @@ func (d dependencyCollector) Collect(ch chan<- prometheus.Metric) {
 type startingProbe struct {
 	h       atomic.Pointer[http.Handler]
 	waiting atomic.Pointer[string]
+	detail  atomic.Pointer[string]
 }
 
 // Waiting says what the process waits for now.
-func (s *startingProbe) Waiting(what string) { s.waiting.Store(&what) }
+func (s *startingProbe) Waiting(what string) { s.WaitingFor(what, "") }
+
+// WaitingFor says what the process waits for now, with a detail for a person (the probes'
+// text), which the metrics leave out: their label stays what, one value per dependency.
+func (s *startingProbe) WaitingFor(what, detail string) {
+	s.detail.Store(&detail)
+	s.waiting.Store(&what)
+}
 
 // Set puts the real handler in place.
 func (s *startingProbe) Set(h http.Handler) { s.h.Store(&h) }
@@ -234,14 +242,17 @@ func (s *startingProbe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		(*h).ServeHTTP(w, r)
 		return
 	}
-	what := "start"
+	what, shown := "start", "start"
 	if p := s.waiting.Load(); p != nil {
-		what = *p
+		what, shown = *p, *p
+	}
+	if d := s.detail.Load(); d != nil && *d != "" {
+		shown += " (" + *d + ")"
 	}
 	switch r.URL.Path {
 	case "/healthz":
 		w.Header().Set("Content-Type", "text/plain")
-		fmt.Fprintln(w, "ok (starting: waiting for the "+what+")")
+		fmt.Fprintln(w, "ok (starting: waiting for the "+shown+")")
 		return
 	case "/metrics":
 		// What is known before the process is up: its build, that it starts, and the
@@ -258,5 +269,5 @@ func (s *startingProbe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	_ = json.NewEncoder(w).Encode(map[string]any{"ready": false, "starting": "waiting for the " + what})
+	_ = json.NewEncoder(w).Encode(map[string]any{"ready": false, "starting": "waiting for the " + shown})
 }

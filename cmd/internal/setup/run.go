@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +81,12 @@ func (s Start) Run(ctx context.Context, build func(ctx context.Context, db *sqlx
 	if err := schema.Check(ctx, db.DB, handeling.Layout(s.Common.Layout)); err != nil {
 		return err
 	}
+	if err := waitRights(ctx, db, handeling.Layout(s.Common.Layout), probe, s.Log); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	probe.Waiting("broker")
 	if err := checkBroker(ctx, s.Broker, s.Log); err != nil {
 		return err
@@ -94,4 +102,45 @@ func (s Start) Run(ctx context.Context, build func(ctx context.Context, db *sqlx
 	}
 	probe.Set(mux)
 	return svc.Run(ctx)
+}
+
+// rightsRetry is how often a process that lacks rights looks again whether a DBA granted them.
+const rightsRetry = 5 * time.Second
+
+// waitRights waits until the session's role has every right the layout's grants file gives the
+// runtime role (schema.MissingRights): until then the process is not ready, its /readyz and
+// one log line (again when what is missing changes) name the missing grants. A process that
+// started anyway would fail every round on "permission denied" and look like something else.
+func waitRights(ctx context.Context, db *sqlx.DB, l handeling.Layout, probe *startingProbe, log *slog.Logger) error {
+	var said string
+	for {
+		missing, err := schema.MissingRights(ctx, db.DB, l)
+		if err != nil {
+			return err
+		}
+		if len(missing) == 0 {
+			if said != "" {
+				log.Info("the database role has every right the service needs now")
+			}
+			return nil
+		}
+		names := make([]string, len(missing))
+		for i, r := range missing {
+			names[i] = "grant " + r.String()
+		}
+		list := strings.Join(names, "; ")
+		probe.WaitingFor("database rights", "missing: "+list+"; see schema/grants")
+		if list != said {
+			var role string
+			_ = db.GetContext(ctx, &role, `select current_user`)
+			log.Error("the database role lacks rights the service needs; not ready until they are granted (schema/grants)",
+				slog.String("role", role), slog.String("missing", list))
+			said = list
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(rightsRetry):
+		}
+	}
 }
