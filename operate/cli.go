@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -24,7 +25,13 @@ const usage = `usage:
   publicatie fout show ID                                reason, persons, history, what it holds back
   publicatie fout retry ID [--door NAME] [--note TEXT]   deliver it again, in its place
   publicatie fout release ID [--door NAME] [--note TEXT] let its persons' later handelingen pass it
---door names who acts (recorded in admhnd_beheer); default $SUDO_USER, else $USER.`
+  publicatie fout retry|release SELECTION [--dry-run] [--door NAME] [--note TEXT]
+                                                         the same for every fout handeling selected
+--door names who acts (recorded in admhnd_beheer); default $SUDO_USER, else $USER.
+SELECTION is --all, or any of --reason TEXT (the foutreden contains it, in any case),
+--since TIME and --until TIME (tsreg from, before; RFC 3339 or YYYY-MM-DD[THH:MM:SS], local
+time), --person ID; together they narrow it. --dry-run says how many and which first, and
+changes nothing. Each handeling gets its own audit row; the change goes in transactions of 1000.`
 
 // CLI runs the operator commands of cmd/publicatie (status, fout list|show|retry|release)
 // against one database and writes their results as text for a terminal. Text that comes from
@@ -106,20 +113,56 @@ func (c CLI) fout(ctx context.Context, sub string, args []string, stdout io.Writ
 		return nil
 	case "retry", "release":
 		door := c.Actor
-		var note string
-		pos, err := parseArgs(name, args, stdout, func(fs *flag.FlagSet) {
+		var note, reason, since, until string
+		var all, dryRun bool
+		var person int64
+		pos, err := parseArgsRange(name, args, stdout, func(fs *flag.FlagSet) {
 			fs.StringVar(&door, "door", door, "who acts (default $SUDO_USER, else $USER)")
 			fs.StringVar(&note, "note", "", "why (optional, recorded)")
-		}, 1)
+			fs.BoolVar(&all, "all", false, "every fout handeling")
+			fs.StringVar(&reason, "reason", "", "those whose foutreden contains TEXT")
+			fs.StringVar(&since, "since", "", "those with tsreg at or after TIME")
+			fs.StringVar(&until, "until", "", "those with tsreg before TIME")
+			fs.Int64Var(&person, "person", 0, "those of persoon ID")
+			fs.BoolVar(&dryRun, "dry-run", false, "say what would be done, change nothing")
+		}, 0, 1)
 		if err != nil {
 			return ignoreHelp(err)
+		}
+		sel := Selection{All: all, Reason: reason, Person: person}
+		if sel.Since, err = parseTime(name, "--since", since); err != nil {
+			return err
+		}
+		if sel.Until, err = parseTime(name, "--until", until); err != nil {
+			return err
+		}
+		bulk := sel.All || sel.Narrowed()
+		switch {
+		case len(pos) == 1 && (bulk || dryRun):
+			return usageErr(name + ": give an ID or a selection (--all, --reason, --since, --until, --person), not both")
+		case len(pos) == 0 && !bulk:
+			return usageErr(name + ": want an ID, or a selection: --all, --reason, --since, --until or --person")
+		case person < 0:
+			return usageErr(name + ": --person must be a persoon id")
+		}
+		if strings.TrimSpace(door) == "" && !dryRun {
+			return fmt.Errorf("%w: %s: --door NAME is required ($SUDO_USER and $USER are empty): %w", ErrUsage, name, ErrActorRequired)
+		}
+		if bulk {
+			many := RetryMany
+			if sub == "release" {
+				many = ReleaseMany
+			}
+			res, err := many(ctx, c.DB, c.Config.Layout, sel, door, note, dryRun)
+			if err != nil {
+				return err
+			}
+			writeBulk(stdout, sub, sel, door, res)
+			return nil
 		}
 		id, err := parseID(name, pos[0])
 		if err != nil {
 			return err
-		}
-		if strings.TrimSpace(door) == "" {
-			return fmt.Errorf("%w: %s: --door NAME is required ($SUDO_USER and $USER are empty): %w", ErrUsage, name, ErrActorRequired)
 		}
 		if sub == "retry" {
 			if err := Retry(ctx, c.DB, c.Config.Layout, id, door, note); err != nil {
@@ -154,6 +197,11 @@ func ignoreHelp(err error) error {
 // 42") and wants exactly npos positional arguments. On -h it writes the usage text to stdout
 // and returns flag.ErrHelp.
 func parseArgs(name string, args []string, stdout io.Writer, flags func(*flag.FlagSet), npos int) ([]string, error) {
+	return parseArgsRange(name, args, stdout, flags, npos, npos)
+}
+
+// parseArgsRange is parseArgs wanting lo to hi positional arguments.
+func parseArgsRange(name string, args []string, stdout io.Writer, flags func(*flag.FlagSet), lo, hi int) ([]string, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if flags != nil {
@@ -176,13 +224,33 @@ func parseArgs(name string, args []string, stdout io.Writer, flags func(*flag.Fl
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-	if len(pos) != npos {
-		if npos == 0 {
+	if len(pos) < lo || len(pos) > hi {
+		if hi == 0 {
 			return nil, usageErr(name + ": unexpected argument " + strconv.Quote(pos[0]))
 		}
-		return nil, usageErr(fmt.Sprintf("%s: want %d argument (ID), got %d", name, npos, len(pos)))
+		want := strconv.Itoa(lo)
+		if hi != lo {
+			want = fmt.Sprintf("%d or %d", lo, hi)
+		}
+		return nil, usageErr(fmt.Sprintf("%s: want %s argument (ID), got %d", name, want, len(pos)))
 	}
 	return pos, nil
+}
+
+// timeForms are the forms --since and --until take: RFC 3339, or a local date and time.
+var timeForms = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
+
+// parseTime reads the value of flag; "" is the zero time (no bound).
+func parseTime(name, flag, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, f := range timeForms {
+		if t, err := time.ParseInLocation(f, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usageErr(fmt.Sprintf("%s: %s %q is not a time (RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] local time)", name, flag, s))
 }
 
 // parseID reads a handeling id.

@@ -364,7 +364,13 @@ const usageText = `  publicatie status                                      the 
   publicatie fout show ID                                reason, persons, history, what it holds back
   publicatie fout retry ID [--door NAME] [--note TEXT]   deliver it again, in its place
   publicatie fout release ID [--door NAME] [--note TEXT] let its persons' later handelingen pass it
---door names who acts (recorded in admhnd_beheer); default $SUDO_USER, else $USER.`
+  publicatie fout retry|release SELECTION [--dry-run] [--door NAME] [--note TEXT]
+                                                         the same for every fout handeling selected
+--door names who acts (recorded in admhnd_beheer); default $SUDO_USER, else $USER.
+SELECTION is --all, or any of --reason TEXT (the foutreden contains it, in any case),
+--since TIME and --until TIME (tsreg from, before; RFC 3339 or YYYY-MM-DD[THH:MM:SS], local
+time), --person ID; together they narrow it. --dry-run says how many and which first, and
+changes nothing. Each handeling gets its own audit row; the change goes in transactions of 1000.`
 
 // Text from the database cannot steer the operator's terminal.
 func TestCLIWritesNoControlCharacters(t *testing.T) {

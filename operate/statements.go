@@ -35,6 +35,9 @@ type statements struct {
 	lockForActionSQL      string
 	recordActionSQL       string
 	notifySQL             string
+	selectFoutSQL         string
+	retryManySQL          string
+	releaseManySQL        string
 }
 
 func loadStatements(l handeling.Layout) *statements {
@@ -56,6 +59,9 @@ func loadStatements(l handeling.Layout) *statements {
 		lockForActionSQL:      get("lock_for_action.sql"),
 		recordActionSQL:       get("record_action.sql"),
 		notifySQL:             get("notify.sql"),
+		selectFoutSQL:         get("select_fout.sql"),
+		retryManySQL:          get("retry_many.sql"),
+		releaseManySQL:        get("release_many.sql"),
 	}
 }
 

@@ -103,6 +103,37 @@ func writeFoutList(w io.Writer, fs []Fout) {
 	writeFoutTable(w, fs, 100)
 }
 
+// writeBulk writes the result of "publicatie fout retry|release SELECTION".
+func writeBulk(w io.Writer, actie string, sel Selection, door string, r BulkResult) {
+	done := map[string]string{"retry": "retried", "release": "released"}[actie]
+	if r.DryRun {
+		fmt.Fprintf(w, "dry run: %s would be %s: %d (nothing changed)\n", clean(sel.String()), done, r.Selected)
+	} else {
+		fmt.Fprintf(w, "%s: %d of %d %s by %s, in %d transactions", clean(sel.String()), r.Done, r.Selected, done, clean(door), r.Batches)
+		if r.Done < r.Selected {
+			fmt.Fprintf(w, " (%d left fout or were released meanwhile)", r.Selected-r.Done)
+		}
+		fmt.Fprintln(w, ".")
+		if actie == "retry" && r.Done > 0 {
+			fmt.Fprintln(w, "They are te leveren again; the publisher delivers them in their places.")
+		}
+	}
+	if len(r.First) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "the first %d by id (fout show ID for persons and history):\n", len(r.First))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tSOORT\tREGISTERED\tRELEASED\tREASON")
+	for _, f := range r.First {
+		released := "no"
+		if f.Vrijgegeven != nil {
+			released = "yes"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", f.ID, clean(f.Soort), f.Tsreg.Local().Format("2006-01-02 15:04:05"), released, cut(f.Foutreden, 60))
+	}
+	tw.Flush()
+}
+
 // writeFoutTable writes fout handelingen as a table, reasons cut to reasonWidth runes.
 func writeFoutTable(w io.Writer, fs []Fout, reasonWidth int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
