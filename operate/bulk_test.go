@@ -1,8 +1,13 @@
 package operate_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +16,7 @@ import (
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
 	"github.com/brp/levering/operate"
+	"github.com/brp/levering/operate/access"
 )
 
 func ids(fs []operate.Fout) []int64 {
@@ -170,4 +176,103 @@ the first 2 by id (fout show ID for persons and history):
 			t.Errorf("%q: %v, want a usage error saying %q", tc.args, err, tc.says)
 		}
 	}
+}
+
+// actionToken is the bearer token of operator beheerder-x in TestHandlerActions.
+const actionToken = "0123456789abcdef0123456789abcdef"
+
+// post sends body (contentType) to url with actionToken and returns the status and the
+// decoded answer.
+func post(t *testing.T, url, contentType, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Authorization", "Bearer "+actionToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// The operator API does what the CLI does, attributed to the authenticated operator, and
+// logs the action with its count, never the persons.
+func TestHandlerActions(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	craft(t, db)
+	var log bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&log, nil))
+	g, err := access.New(access.Config{Tokens: map[string]string{"beheerder-x": actionToken}}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Wrap(operate.Handler(db, operate.OverviewConfig{Layout: brptest.Layout()}, nil, logger)))
+	defer srv.Close()
+	// An anonymous listener only shows: a dry run, no action.
+	anon, _ := servePages(t, db, nil)
+	if code, out := postAnonymous(t, anon.URL+"/fout/retry", `{"all": true}`); code != http.StatusForbidden {
+		t.Errorf("anonymous retry: %d %v, want 403", code, out)
+	}
+	if code, out := postAnonymous(t, anon.URL+"/fout/retry", `{"all": true, "dry_run": true}`); code != http.StatusOK || out["selected"] != 4.0 {
+		t.Errorf("anonymous dry run: %d %v, want 200 and 4 selected", code, out)
+	}
+	for _, tc := range []struct {
+		path, ct, body string
+		code           int
+		says           string
+	}{
+		{"/fout/retry", "text/plain", `{"all": true}`, http.StatusUnsupportedMediaType, "application/json"},
+		{"/fout/retry", "application/json", `{"all": true, "bogus": 1}`, http.StatusBadRequest, "unknown field"},
+		{"/fout/retry", "application/json", `{}`, http.StatusBadRequest, "names nothing"},
+		{"/fout/retry", "application/json", `{"id": 1, "all": true}`, http.StatusBadRequest, "not both"},
+		{"/fout/retry", "application/json", `{"id": 999}`, http.StatusNotFound, "not found"},
+		{"/fout/retry", "application/json", `{"id": 3}`, http.StatusConflict, "not in fout"},
+		{"/fout/release", "application/json", `{"id": 6}`, http.StatusConflict, "released"},
+	} {
+		code, out := post(t, srv.URL+tc.path, tc.ct, tc.body)
+		if msg, _ := out["error"].(string); code != tc.code || !strings.Contains(msg, tc.says) {
+			t.Errorf("POST %s %s: %d %v, want %d saying %q", tc.path, tc.body, code, out, tc.code, tc.says)
+		}
+	}
+	code, out := post(t, srv.URL+"/fout/retry", "application/json", `{"reason": "persoon", "dry_run": true}`)
+	if code != http.StatusOK || out["selected"] != 2.0 || out["done"] != 0.0 || brptest.Status(t, db, 1) != "fout" {
+		t.Fatalf("dry run: %d %v", code, out)
+	}
+	code, out = post(t, srv.URL+"/fout/retry", "application/json", `{"reason": "persoon", "note": "hersteld"}`)
+	if code != http.StatusOK || out["done"] != 2.0 || brptest.Status(t, db, 1) != "" || brptest.Status(t, db, 15) != "" {
+		t.Fatalf("retry: %d %v", code, out)
+	}
+	code, out = post(t, srv.URL+"/fout/release", "application/json", `{"id": 9}`)
+	if code != http.StatusOK || out["done"] != 1.0 {
+		t.Fatalf("release 9: %d %v", code, out)
+	}
+	if a := audit(t, db, 15); len(a) != 1 || a[0].Kind != "retry" || a[0].By != "beheerder-x" || a[0].Note == nil || *a[0].Note != "hersteld" {
+		t.Errorf("audit of 15: %+v", a)
+	}
+	// The detail page shows the operator history now.
+	if code, body := get(t, anon.URL+"/fout/9"); code != http.StatusOK || !strings.Contains(body, "<td>release</td><td>beheerder-x</td>") {
+		t.Errorf("GET /fout/9: %d\n%s", code, body)
+	}
+	if !strings.Contains(log.String(), `"msg":"operator action"`) || strings.Contains(log.String(), `"persoon`) {
+		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+func postAnonymous(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
 }

@@ -3,6 +3,7 @@ package operate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -16,12 +17,18 @@ import (
 	"github.com/brp/levering/operate/access"
 )
 
-// Handler serves the operator pages, read-only (actions stay on the command line, where they
-// are attributed to a person):
+// Handler serves the operator pages and their API:
 //
 //	GET /, /status.html  the status page (HTML, refreshes itself every 5 s)
 //	GET /fout/{id}       one handeling's detail page (ShowFout)
 //	GET /overview.json   ReadOverview as JSON
+//	POST /fout/retry     the CLI's fout retry: a JSON ActionRequest, answered with a BulkResult
+//	POST /fout/release   the CLI's fout release, likewise
+//
+// An action is attributed to the operator the access.Guard authenticated (recorded as door in
+// admhnd_beheer; an anonymous listener's requests may only do a dry run) and logged as "operator action" with the count, never the persons. It takes
+// a JSON body only (Content-Type application/json), which a page of another site cannot send
+// without the browser asking first, so the pages' own visitors cannot be made to act.
 //
 // The pages show persoon ids and fout reasons, so Handler serves only requests that passed an
 // access.Guard (access.FromContext); any other gets 403. Every page served is recorded on log
@@ -40,6 +47,8 @@ func Handler(db *sqlx.DB, cfg OverviewConfig, leader func() (instance string, le
 	mux.HandleFunc("GET /status.html", s.status)
 	mux.HandleFunc("GET /fout/{id}", s.fout)
 	mux.HandleFunc("GET /overview.json", s.json)
+	mux.HandleFunc("POST /fout/retry", s.act)
+	mux.HandleFunc("POST /fout/release", s.act)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := access.FromContext(r.Context()); !ok {
 			log.Error("operator pages reached without access.Guard; refused", slog.String("path", r.URL.Path))
@@ -205,4 +214,95 @@ func joinIDs(ids []int64, sep string) string {
 		parts[i] = strconv.FormatInt(id, 10)
 	}
 	return strings.Join(parts, sep)
+}
+
+// ActionRequest is the body of POST /fout/retry and /fout/release: one handeling (ID), or a
+// Selection, as the CLI takes them.
+type ActionRequest struct {
+	ID int64 `json:"id,omitempty"`
+	Selection
+	DryRun bool   `json:"dry_run,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// maxActionBody bounds an action's request body.
+const maxActionBody = 64 << 10
+
+func (s *server) act(w http.ResponseWriter, r *http.Request) {
+	actie := strings.TrimPrefix(r.URL.Path, "/fout/")
+	op, _ := access.FromContext(r.Context())
+	reply := func(code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	fail := func(code int, err error) { reply(code, map[string]string{"error": err.Error()}) }
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !strings.HasPrefix(ct, "application/json;") {
+		fail(http.StatusUnsupportedMediaType, errors.New("send the request as application/json"))
+		return
+	}
+	var req ActionRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxActionBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		fail(http.StatusBadRequest, fmt.Errorf("request body: %w", err))
+		return
+	}
+	bulk := req.All || req.Narrowed()
+	switch {
+	case op.Name == "" && !req.DryRun:
+		fail(http.StatusForbidden, errors.New("an action is recorded with the operator who takes it: this listener lets operators in without a name (anonymous), so it only shows"))
+		return
+	case req.ID != 0 && (bulk || req.DryRun):
+		fail(http.StatusBadRequest, errors.New("give an id or a selection (all, reason, since, until, person), not both"))
+		return
+	case req.ID == 0 && !bulk:
+		fail(http.StatusBadRequest, ErrEmptySelection)
+		return
+	case bulk:
+		if err := req.Selection.validate(); err != nil {
+			fail(http.StatusBadRequest, err)
+			return
+		}
+	}
+	var res BulkResult
+	var err error
+	if req.ID != 0 {
+		one := Retry
+		if actie == "release" {
+			one = Release
+		}
+		if err = one(r.Context(), s.db, s.cfg.Layout, req.ID, op.Name, req.Note); err == nil {
+			res = BulkResult{Selected: 1, Done: 1, Batches: 1, First: []Fout{}}
+		}
+	} else {
+		many := RetryMany
+		if actie == "release" {
+			many = ReleaseMany
+		}
+		res, err = many(r.Context(), s.db, s.cfg.Layout, req.Selection, op.Name, req.Note, req.DryRun)
+	}
+	code := http.StatusOK
+	switch {
+	case errors.Is(err, ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrNotFout), errors.Is(err, ErrAlreadyReleased):
+		code = http.StatusConflict
+	case errors.Is(err, ErrActorRequired):
+		code = http.StatusBadRequest
+	case err != nil:
+		code = http.StatusServiceUnavailable
+	}
+	s.log.Info("operator action", slog.String("operator", op.Name), slog.String("auth", op.Method), slog.String("action", actie),
+		slog.Int64("admhnd_id", req.ID), slog.Bool("selection", bulk), slog.Bool("dry_run", req.DryRun),
+		slog.Int64("selected", res.Selected), slog.Int64("done", res.Done), slog.Int("status", code), slog.String("remote_addr", r.RemoteAddr))
+	if err != nil {
+		if code == http.StatusServiceUnavailable {
+			s.log.Warn("operator action failed", slog.String("action", actie), slog.Any("error", err))
+		}
+		fail(code, err)
+		return
+	}
+	reply(code, res)
 }
