@@ -12,6 +12,9 @@ type Hooks struct {
 	// AfterIntake runs after the round's intake into its view, before it reads which persons
 	// are blocked.
 	AfterIntake func(ctx context.Context) error
+	// BeforeSweep runs in a round that compares its view with the database, after the intake,
+	// before the checksums are read.
+	BeforeSweep func(ctx context.Context) error
 	// AfterMark runs after the kept handelingen were marked in_levering, before the broker send.
 	AfterMark fault.Hook
 	// AfterBrokerCommit runs after the broker confirmed the round's messages, before the

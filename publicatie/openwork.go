@@ -37,6 +37,9 @@ type openWork struct {
 	// it; a new view (a new leader, a failed round) reads them anyway.
 	recheck   []int64
 	lastSweep time.Time // of the view against the database
+	// disagreed says the last sweep disagreed with the database: the next round sweeps again
+	// and rebuilds the view if it disagrees too (sweep).
+	disagreed bool
 	// intakePersons is the persons per handeling the last intake read (at least 1): how
 	// many handelingen the room under ViewBytes holds (intakeBounds).
 	intakePersons int
@@ -54,7 +57,7 @@ func (w *openWork) forEpoch(epoch int64) *view {
 		if w.epoch != epoch {
 			w.leadSeen = nil
 		}
-		w.view, w.epoch, w.lastSweep = newView(w.cfg.PersonCap, nil), epoch, time.Now()
+		w.view, w.epoch, w.lastSweep, w.disagreed = newView(w.cfg.PersonCap, nil), epoch, time.Now(), false
 	}
 	return w.view
 }
@@ -94,7 +97,7 @@ func (w *openWork) rewind(v *view) {
 // of publicatie_view_rebuilds_total).
 func (w *openWork) rebuild(reason string) *view {
 	w.m.viewRebuilds.WithLabelValues(reason).Inc()
-	w.view = newView(w.cfg.PersonCap, nil)
+	w.view, w.disagreed = newView(w.cfg.PersonCap, nil), false
 	return w.view
 }
 
@@ -159,6 +162,11 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 	w.tookIn(read + late)
 	if time.Since(w.lastSweep) >= SweepInterval {
 		w.lastSweep = time.Now()
+		if h := w.cfg.Hooks.BeforeSweep; h != nil {
+			if err := h(ctx); err != nil {
+				return read + late, false, err
+			}
+		}
 		if ok, err := w.sweep(ctx, q, v); err != nil || !ok {
 			return read + late, !ok, err
 		}
@@ -291,35 +299,64 @@ func (w *openWork) reportLatePersons(ctx context.Context, q querier) error {
 	return nil
 }
 
-// sweep compares v with the database. When they disagree it starts the view again (the
-// caller's v is then stale; the next round builds on w.view).
+// sweep compares v with the database. Like with like: each checksum leaves out the handelingen
+// recorded since the round read the records (their change committed between the round's reads,
+// and the view follows it next round), and the view's side leaves out those of them it holds.
+// A disagreement that remains (a handeling of those parked in the view, whose ids it does not
+// keep, changed meanwhile) is checked again in the next round, when the view has followed the
+// records; only when that round disagrees too does it start the view again (the caller's v is
+// then stale; the next round builds on w.view). So a commit between two reads never rebuilds
+// the view, and a real disagreement (a fout handeling deleted, triggers disabled) costs one
+// round more.
 func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err error) {
-	n, xor, err := w.sql.readChecksum(ctx, q, w.cfg.Excluded, v.stand)
+	sum, err := w.sql.readChecksum(ctx, q, w.cfg.Excluded, v.stand)
 	if err != nil {
 		return false, err
 	}
-	if n != v.size()+v.parkedN || xor != v.xor^v.parkedXor {
-		w.log.Warn("the publisher's view of the open work disagrees with the database; rebuilding it",
-			slog.Int("view", v.size()+v.parkedN), slog.Int("database", n))
-		w.rebuild(rebuildSweep)
-		return false, nil
+	n, xor := v.size()+v.parkedN, v.xor^v.parkedXor
+	for _, id := range sum.pending {
+		if e, in := v.byID[id]; in && !v.stand.before(e.place) {
+			n, xor = n-1, xor^id
+		}
 	}
-	if v.holds == nil {
-		return true, nil
+	if n != sum.n || xor != sum.xor {
+		return w.disagree(v, "the publisher's view of the open work disagrees with the database",
+			slog.Int("view", n), slog.Int("database", sum.n)), nil
 	}
-	n, xor, err = w.sql.readHoldsChecksum(ctx, q)
-	if err != nil {
-		return false, err
+	if v.holds != nil {
+		if sum, err = w.sql.readHoldsChecksum(ctx, q); err != nil {
+			return false, err
+		}
+		n, xor = len(v.holds.fout), v.holds.xor
+		for _, id := range sum.pending {
+			if _, in := v.holds.fout[id]; in {
+				n, xor = n-1, xor^id
+			}
+		}
+		if n != sum.n || xor != sum.xor {
+			// A fout handeling deleted, or changed with the triggers disabled: what the view
+			// parks behind fout may be wrong.
+			return w.disagree(v, "the publisher's knowledge of the fout handelingen disagrees with the database",
+				slog.Int("view", n), slog.Int("database", sum.n)), nil
+		}
 	}
-	if n == len(v.holds.fout) && xor == v.holds.xor {
-		return true, nil
+	w.disagreed = false
+	return true, nil
+}
+
+// disagree handles a sweep's disagreement: the first is checked again next round (lastSweep
+// cleared), a second in a row rebuilds the view. It returns whether v is still the view.
+func (w *openWork) disagree(v *view, what string, attrs ...any) bool {
+	if !w.disagreed {
+		w.disagreed = true
+		w.lastSweep = time.Time{}
+		w.log.Debug(what+"; checking again next round", attrs...)
+		return true
 	}
-	// A fout handeling deleted, or changed with the triggers disabled: what the view parks
-	// behind fout may be wrong.
-	w.log.Warn("the publisher's knowledge of the fout handelingen disagrees with the database; rebuilding its view",
-		slog.Int("view", len(v.holds.fout)), slog.Int("database", n))
+	w.disagreed = false
+	w.log.Warn(what+"; rebuilding it", attrs...)
 	w.rebuild(rebuildSweep)
-	return false, nil
+	return false
 }
 
 // unmarked returns the ids of keep that markInLevering did not change.

@@ -591,8 +591,54 @@ func TestRoundSweepRebuildsAViewThatDisagrees(t *testing.T) {
 	wantIDs(t, "before the sweep, 4 is not seen", e.round(), 3)
 	e.setStatus("geleverd", 3)
 	e.pub.work.lastSweep = time.Time{} // sweep now
-	wantIDs(t, "the sweep's round: the view is rebuilt", e.round())
+	wantIDs(t, "the sweep's round: it disagrees, and looks again next round", e.round())
+	if n := testutil.ToFloat64(e.pub.m.viewRebuilds.WithLabelValues(rebuildSweep)); n != 0 {
+		t.Fatalf("rebuilt at the first disagreement (%v rebuilds)", n)
+	}
+	wantIDs(t, "it disagrees again: the view is rebuilt", e.round())
+	if n := testutil.ToFloat64(e.pub.m.viewRebuilds.WithLabelValues(rebuildSweep)); n != 1 {
+		t.Fatalf("%v sweep rebuilds, want 1", n)
+	}
 	wantIDs(t, "then the late ones", e.round(), 4, 5)
+}
+
+// Changes that commit between the round's reads and its sweep's (a retry, a fout, a release,
+// a registration set back: each recorded for the next round) are no disagreement: the sweep
+// compares like with like and rebuilds nothing, in this round or the next (issue 49: under
+// load and retries the sweep warned and rebuilt every 30 s).
+func TestRoundSweepIgnoresChangesCommittedBetweenItsReads(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 10), h(3, 30, 30), h(4, 40, 40), h(5, 50, 50), h(6, 60, 60), h(7, 70, 70))
+	wantIDs(t, "first round", e.round(), 1, 3, 4, 5, 6, 7)
+	e.setStatus("fout", 1, 5)
+	e.setStatus("geleverd", 3, 4, 6, 7)
+	wantIDs(t, "strict: 2 waits behind the fout 1", e.round())
+	e.insert(h(8, 80, 80), h(9, 90, 80))
+	wantIDs(t, "8", e.round(), 8)
+	for _, change := range []string{
+		`update admhnd set statuslev = null, foutreden = null, tspub = null where id = 1`, // retried
+		`update admhnd set vrijgegeven = now() where id = 5`,                               // released
+		`update admhnd set statuslev = 'fout' where id = 8`,                                // fout
+	} {
+		// The view's own copy of the configuration runs the sweep.
+		e.pub.work.cfg.Hooks.BeforeSweep = func(ctx context.Context) error {
+			e.pub.work.cfg.Hooks.BeforeSweep = nil
+			_, err := e.db.ExecContext(ctx, change)
+			return err
+		}
+		e.pub.work.lastSweep = time.Time{} // sweep now
+		e.round()
+		if e.pub.work.cfg.Hooks.BeforeSweep != nil {
+			t.Fatalf("no sweep ran")
+		}
+		e.round()
+		if n := testutil.ToFloat64(e.pub.m.viewRebuilds.WithLabelValues(rebuildSweep)); n != 0 || e.pub.work.disagreed {
+			t.Fatalf("after %s between the reads: %v sweep rebuilds, disagreed %v", change, n, e.pub.work.disagreed)
+		}
+	}
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "the retried 1 went first; then 2, and 9 waits behind the fout 8", e.round(), 2)
 }
 
 // An operator's retry that commits between the round's intake and its read of the blocked

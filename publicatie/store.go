@@ -254,12 +254,25 @@ func readFoutStates(ctx context.Context, q querier, query string) ([]foutState, 
 // readHoldsChecksum counts the unreleased fout handelingen and xors their ids: what holds has
 // when it and the database agree. Persons added to a fout handeling are recorded by migration
 // 0014's trigger, so the sweep reads no persons: with them it reads every fout handeling's
-// persons, too dear to do beside the rounds when many are held (docs/performance.md).
-func (s *statements) readHoldsChecksum(ctx context.Context, q querier) (n int, xor int64, err error) {
-	if err := q.QueryRowContext(ctx, s.holdsChecksumSQL).Scan(&n, &xor); err != nil {
-		return 0, 0, fmt.Errorf("read fout checksum: %w", err)
+// persons, too dear to do beside the rounds when many are held (docs/performance.md). It
+// leaves out, and returns as pending, the handelingen recorded in publicatie_fout_changes from
+// the same snapshot: changed since the round read the records, which holds has not seen yet.
+func (s *statements) readHoldsChecksum(ctx context.Context, q querier) (sum checksum, err error) {
+	var pending pq.Int64Array
+	if err := q.QueryRowContext(ctx, s.holdsChecksumSQL).Scan(&sum.n, &sum.xor, &pending); err != nil {
+		return sum, fmt.Errorf("read fout checksum: %w", err)
 	}
-	return n, xor, nil
+	sum.pending = pending
+	return sum, nil
+}
+
+// checksum is a count and xor of ids the sweep compares, and the handelingen left out of it:
+// those recorded since the round read the records (pending), whose change the view has not
+// seen yet.
+type checksum struct {
+	n       int
+	xor     int64
+	pending []int64
 }
 
 // readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
@@ -285,16 +298,19 @@ func (s *statements) readHerlees(ctx context.Context, q querier) (oldest place, 
 }
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
-// the view holds when it and the database agree.
-func (s *statements) readChecksum(ctx context.Context, q querier, excluded []string, stand place) (n int, xor int64, err error) {
+// the view holds when it and the database agree. It leaves out, and returns as pending, those
+// recorded in publicatie_nakomer or publicatie_fout_changes from the same snapshot.
+func (s *statements) readChecksum(ctx context.Context, q querier, excluded []string, stand place) (sum checksum, err error) {
 	query, args := s.checksumSQL, []any{stand.tsregArg(), stand.id, pq.Array(excluded)}
 	if s.layout.IsDefaultExcluded(excluded) {
 		query, args = s.checksumDefaultSQL, args[:2]
 	}
-	if err := q.QueryRowContext(ctx, query, args...).Scan(&n, &xor); err != nil {
-		return 0, 0, fmt.Errorf("read view checksum: %w", err)
+	var pending pq.Int64Array
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&sum.n, &sum.xor, &pending); err != nil {
+		return sum, fmt.Errorf("read view checksum: %w", err)
 	}
-	return n, xor, nil
+	sum.pending = pending
+	return sum, nil
 }
 
 // readStale returns up to limit handelingen that have been in levering for longer than
