@@ -64,7 +64,8 @@ type Publisher struct {
 	rounds atomic.Int64
 	stmts  *prepared.Cache // roundSQL
 	future *futureLog      // checkFuture's, made on its first call
-
+	// warmRetry is when a follower tries the broker again after warmBroker failed.
+	warmRetry time.Time
 }
 
 // New validates cfg and returns a Publisher; call Run to start it.
@@ -98,8 +99,9 @@ func New(db *sqlx.DB, cfg Config, log *slog.Logger) (*Publisher, error) {
 	}, nil
 }
 
-// BrokerNode returns the broker node (host:port) the publisher sends to, "" before it first
-// connected (a follower) and after that connection was lost.
+// BrokerNode returns the broker node (host:port) the publisher sends to (a follower: the one it
+// keeps a connection to for a takeover), "" before it first connected and after that
+// connection was lost.
 func (p *Publisher) BrokerNode() string { return p.dialer.Current() }
 
 // Config returns the configuration with defaults filled in.
@@ -283,6 +285,9 @@ func (p *Publisher) step(ctx context.Context) (more, sleep bool, err error) {
 	if !p.cfg.Standalone {
 		if epoch, err = p.lead.acquire(ctx); err != nil || epoch == 0 {
 			p.work.drop() // a follower holds no view: a new leader builds its own
+			if err == nil {
+				p.warmBroker(ctx)
+			}
 			return false, false, err
 		}
 	}
@@ -333,6 +338,39 @@ func ids(cs []Candidate) []int64 {
 		out[i] = c.ID
 	}
 	return out
+}
+
+// warmDial bounds a follower's dial of the broker (warmBroker): a broker that does not answer
+// must not hold up the follower's next look at the lease for long.
+const warmDial = time.Second
+
+// warmRetryAfter is how long a follower waits to dial the broker again after warmBroker failed.
+const warmRetryAfter = 30 * time.Second
+
+// warmBroker connects a follower to the broker ahead of a takeover: a new leader then sends
+// its first round over a connection it has, instead of dialling first (seconds, against a
+// broker behind TLS or one node of several down). Heart-beats keep it alive meanwhile; one
+// that died is found at the first send, which fails that round, and the next dials again. A
+// broker the follower cannot reach is no error of the follower's: it logs that and tries
+// again after warmRetryAfter.
+func (p *Publisher) warmBroker(ctx context.Context) {
+	if p.conn != nil || time.Now().Before(p.warmRetry) {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, warmDial)
+	defer cancel()
+	c, err := p.dialer.Dial(dctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("follower cannot connect to the broker ahead of a takeover; trying again later",
+				slog.Float64("retry_in_seconds", warmRetryAfter.Seconds()), slog.Any("error", err))
+		}
+		p.warmRetry = time.Now().Add(warmRetryAfter)
+		return
+	}
+	p.log.Info("connected to broker", slog.String("addr", c.Node), slog.String("server", c.Server),
+		slog.String("heart_beats", c.HeartBeats), slog.Bool("follower", true))
+	p.conn = c
 }
 
 // send puts the round's messages on the queue in one broker transaction, dialling the broker

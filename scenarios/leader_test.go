@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"syscall"
@@ -55,6 +56,14 @@ func TestLeaderKilledFollowerTakesOver(t *testing.T) {
 	// run however fast this machine delivers.
 	w.consumers(t, 4, 2)
 	w.waitDelivered(t, 100)
+	// The follower connects to the broker ahead of a takeover (issue 49), so that it publishes
+	// without dialling first once it leads.
+	brptest.Eventually(t, 20*time.Second, func() error {
+		if l := logged(b, "connected to broker"); l == nil || l["follower"] != true {
+			return fmt.Errorf("the follower has not connected to the broker: %v", l)
+		}
+		return nil
+	})
 
 	a.Kill()
 	killed := time.Now()
@@ -69,6 +78,9 @@ func TestLeaderKilledFollowerTakesOver(t *testing.T) {
 		t.Fatalf("takeover took %v, want at most %v", took, limit)
 	}
 	w.verify(t)
+	if n := len(b.Lines("connected to broker")); n != 1 {
+		t.Errorf("the new leader connected to the broker %d times, want once: as a follower, before the takeover", n)
+	}
 }
 
 func TestSplitBrainPausedLeaderCannotCommit(t *testing.T) {
