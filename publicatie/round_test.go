@@ -618,8 +618,8 @@ func TestRoundSweepIgnoresChangesCommittedBetweenItsReads(t *testing.T) {
 	wantIDs(t, "8", e.round(), 8)
 	for _, change := range []string{
 		`update admhnd set statuslev = null, foutreden = null, tspub = null where id = 1`, // retried
-		`update admhnd set vrijgegeven = now() where id = 5`,                               // released
-		`update admhnd set statuslev = 'fout' where id = 8`,                                // fout
+		`update admhnd set vrijgegeven = now() where id = 5`,                              // released
+		`update admhnd set statuslev = 'fout' where id = 8`,                               // fout
 	} {
 		// The view's own copy of the configuration runs the sweep.
 		e.pub.work.cfg.Hooks.BeforeSweep = func(ctx context.Context) error {
