@@ -276,3 +276,61 @@ func postAnonymous(t *testing.T, url, body string) (int, map[string]any) {
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
 }
+
+// Past its budget a dear read gives way: the overview shows the leading publisher's count of
+// what is held (labelled with when it counted), or says a number was not counted, and answers
+// instead of timing out (issue 49: publicatie status failed with 100,000 held). The reads are
+// made slow by the fault seam WithSlowReads; the database ends them at the budget.
+func TestOverviewWithinBudget(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	ctx := context.Background()
+	craft(t, db)
+	cfg := operate.OverviewConfig{Layout: brptest.Layout()}
+	exact, err := operate.ReadOverview(ctx, db, cfg)
+	if err != nil || exact.HeldCounted != operate.HeldExact || exact.BlockedOmitted || exact.Geleverd < 0 {
+		t.Fatalf("within the budget: held %d (%s), blocked omitted %v, geleverd %d, %v",
+			exact.HeldBehindFout, exact.HeldCounted, exact.BlockedOmitted, exact.Geleverd, err)
+	}
+
+	cfg = operate.WithSlowReads(operate.OverviewConfig{Layout: brptest.Layout(), Budget: 20 * time.Millisecond})
+	o, err := operate.ReadOverview(ctx, db, cfg)
+	if err != nil {
+		t.Fatalf("over budget: %v", err)
+	}
+	if o.HeldCounted != operate.HeldUnknown || o.HeldBehindFout != -1 || !o.BlockedOmitted || o.BlockedTotal != -1 || o.Geleverd != -1 {
+		t.Errorf("over budget, no leader's count: held %d (%s), blocked omitted %v (%d), geleverd %d",
+			o.HeldBehindFout, o.HeldCounted, o.BlockedOmitted, o.BlockedTotal, o.Geleverd)
+	}
+	if o.Backlog != exact.Backlog || o.Fout != exact.Fout || o.InLevering != exact.InLevering || len(o.Fouten) != len(exact.Fouten) {
+		t.Errorf("the cheap numbers changed over budget: %+v, want those of %+v", o, exact)
+	}
+	out := mustCLI(t, operate.CLI{DB: db, Config: cfg}, "status")
+	for _, want := range []string{"not counted: counting took over 20ms, and no publisher has counted them yet",
+		"not counted: counting the history took over 20ms", "blocked persons: not listed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status over budget lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The leader counted what its view holds a minute ago.
+	sqlExec(t, db, `update publicatie_toestand set held_handelingen = 1234, held_personen = 56, held_counted_at = now() - interval '1 minute'`)
+	o, err = operate.ReadOverview(ctx, db, cfg)
+	if err != nil || o.HeldCounted != operate.HeldByLeader || o.HeldBehindFout != 1234 || o.HeldBehindFoutPersonen != 56 || o.HeldCountedAt == nil {
+		t.Fatalf("over budget with the leader's count: %d of %d (%s, %v), %v", o.HeldBehindFout, o.HeldBehindFoutPersonen, o.HeldCounted, o.HeldCountedAt, err)
+	}
+	out = mustCLI(t, operate.CLI{DB: db, Config: cfg}, "status")
+	if !strings.Contains(out, "1234  handeling(en) of 56 person(s), also through multi-person handelingen (the leading publisher's count, 1m00s ago: counting them here took over 20ms)") {
+		t.Errorf("status with the leader's count:\n%s", out)
+	}
+	g, err := access.New(access.Config{Anonymous: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Wrap(operate.Handler(db, cfg, nil, nil)))
+	defer srv.Close()
+	if code, body := get(t, srv.URL+"/"); code != http.StatusOK || !strings.Contains(body, "the leading publisher's count of its view, 1m00s ago") ||
+		!strings.Contains(body, "Not listed: listing them took over 20ms") || !strings.Contains(body, "geleverd in total not counted") {
+		t.Errorf("status page over budget: %d\n%s", code, body)
+	}
+}

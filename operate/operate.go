@@ -41,7 +41,20 @@ type OverviewConfig struct {
 	FoutPolicy handeling.FoutPolicy
 	// Cluster is the polling cluster whose lease is shown. Empty means handeling.Cluster.
 	Cluster string
+	// Budget is how long each of the overview's dear reads may take: the delivered count (the
+	// whole history), what is held behind fout and the blocked persons (with 100,000 held,
+	// seconds on a busy machine). Past it the overview shows the leading publisher's own count
+	// of what is held, or says that a number was not counted: it answers within about a second
+	// whatever the tables hold, never by timing out. Zero means DefaultBudget.
+	Budget time.Duration
+
+	// slowReads, a fault seam for tests (export_test.go), makes every read within the budget
+	// wait past it first.
+	slowReads bool
 }
+
+// DefaultBudget is OverviewConfig.Budget's default.
+const DefaultBudget = 300 * time.Millisecond
 
 // ErrConfig is wrapped by errors about an invalid OverviewConfig.
 var ErrConfig = errors.New("operate: invalid config")
@@ -61,6 +74,9 @@ func (c OverviewConfig) withDefaults() (OverviewConfig, error) {
 	if c.Cluster == "" {
 		c.Cluster = handeling.Cluster
 	}
+	if c.Budget <= 0 {
+		c.Budget = DefaultBudget
+	}
 	if !c.FoutPolicy.Valid() {
 		return c, fmt.Errorf("%w: FoutPolicy %q must be %s or %s", ErrConfig, c.FoutPolicy, handeling.Strict, handeling.Skip)
 	}
@@ -78,7 +94,8 @@ type Overview struct {
 	Backlog int64 `json:"backlog"`
 	// InLevering counts handelingen published and not yet confirmed by a consumer.
 	InLevering int64 `json:"in_levering"`
-	// Geleverd counts every delivered handeling (exact).
+	// Geleverd counts every delivered handeling (exact), or is -1 when counting them took
+	// longer than the budget.
 	Geleverd int64 `json:"geleverd"`
 	// DeliveredLastMinute counts handelingen with tslev in the last minute; it equals the last
 	// element of DeliveredPerMinute.
@@ -97,6 +114,17 @@ type Overview struct {
 	HeldBehindFout int64 `json:"held_behind_fout"`
 	// HeldBehindFoutPersonen counts the persons of those handelingen: who waits.
 	HeldBehindFoutPersonen int64 `json:"held_behind_fout_personen"`
+	// HeldCounted says where the two held numbers come from: HeldExact (counted from the
+	// tables in this snapshot), HeldByLeader (counting them took longer than the budget: the
+	// leading publisher's count of its view, at HeldCountedAt), or HeldUnknown (neither: both
+	// numbers are -1).
+	HeldCounted   string     `json:"held_counted"`
+	HeldCountedAt *time.Time `json:"held_counted_at,omitempty"`
+	// BlockedOmitted says the blocked persons took longer than the budget to list: Blocked is
+	// empty and BlockedTotal -1.
+	BlockedOmitted bool `json:"blocked_omitted,omitempty"`
+	// Budget is OverviewConfig.Budget in seconds: what a dear read may take.
+	BudgetSeconds float64 `json:"budget_seconds"`
 	// Future counts handelingen still to be delivered registered more than
 	// handeling.FutureSkew ahead of the database clock: each waits until its tsreg has passed.
 	Future int64 `json:"future"`
@@ -243,7 +271,7 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 	if err != nil {
 		return Overview{}, err
 	}
-	o := Overview{Cluster: cfg.Cluster, FoutPolicy: cfg.FoutPolicy, Excluded: cfg.Excluded}
+	o := Overview{Cluster: cfg.Cluster, FoutPolicy: cfg.FoutPolicy, Excluded: cfg.Excluded, BudgetSeconds: cfg.Budget.Seconds()}
 	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return o, fmt.Errorf("overview: begin: %w", err)
@@ -252,12 +280,18 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 
 	st := statementsFor(cfg.Layout)
 	excluded := pq.Array(cfg.Excluded)
-	n, err := handeling.ReadCounts(ctx, tx, cfg.Layout, cfg.Excluded, true)
+	n, err := handeling.ReadCounts(ctx, tx, cfg.Layout, cfg.Excluded, false)
 	if err != nil {
 		return o, fmt.Errorf("overview: %w", err)
 	}
-	o.GeneratedAt, o.Backlog, o.InLevering, o.Fout, o.Geleverd = n.At, n.Backlog, n.InLevering, n.Fout, n.Geleverd
+	o.GeneratedAt, o.Backlog, o.InLevering, o.Fout = n.At, n.Backlog, n.InLevering, n.Fout
 	o.Future = n.Future
+	o.Geleverd = -1
+	if _, err := withinBudget(ctx, tx, cfg, func() error {
+		return tx.GetContext(ctx, &o.Geleverd, st.geleverdSQL)
+	}); err != nil {
+		return o, fmt.Errorf("overview: geleverd: %w", err)
+	}
 
 	// Deliveries per minute, through the index on tslev of the delivered ones (migration 0005):
 	// only the last 10 minutes are read, never the delivered history.
@@ -305,14 +339,20 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 			o.FirstFuture = &f
 		}
 	}
-	held, err := handeling.ReadHeld(ctx, tx, cfg.Layout, cfg.Excluded, cfg.FoutPolicy == handeling.Strict)
-	if err != nil {
-		return o, fmt.Errorf("overview: %w", err)
-	}
-	o.HeldBehindFout, o.HeldBehindFoutPersonen = held.Handelingen, held.Personen
-
-	if o.Blocked, o.BlockedTotal, err = readBlocked(ctx, tx, cfg, maxBlocked); err != nil {
+	if err := readHeld(ctx, tx, cfg, st, &o); err != nil {
 		return o, err
+	}
+	o.BlockedTotal = -1
+	over, err := withinBudget(ctx, tx, cfg, func() error {
+		var err error
+		o.Blocked, o.BlockedTotal, err = readBlocked(ctx, tx, cfg, maxBlocked)
+		return err
+	})
+	if err != nil {
+		return o, err
+	}
+	if over {
+		o.Blocked, o.BlockedTotal, o.BlockedOmitted = nil, -1, true
 	}
 	if o.Fouten, err = listFout(ctx, tx, st, maxFouten); err != nil {
 		return o, err
@@ -324,6 +364,75 @@ func ReadOverview(ctx context.Context, db *sqlx.DB, cfg OverviewConfig) (Overvie
 		return o, err
 	}
 	return o, nil
+}
+
+// The sources of Overview.HeldCounted.
+const (
+	HeldExact    = "exact"
+	HeldByLeader = "leader"
+	HeldUnknown  = "unknown"
+)
+
+// readHeld counts what is held behind fout within cfg.Budget (handeling.ReadHeld); past it, it
+// takes the leading publisher's count of its view (migration 0017), or says it is unknown.
+func readHeld(ctx context.Context, tx *sqlx.Tx, cfg OverviewConfig, st *statements, o *Overview) error {
+	var held handeling.Held
+	over, err := withinBudget(ctx, tx, cfg, func() error {
+		var err error
+		held, err = handeling.ReadHeld(ctx, tx, cfg.Layout, cfg.Excluded, cfg.FoutPolicy == handeling.Strict)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("overview: %w", err)
+	}
+	if !over {
+		o.HeldBehindFout, o.HeldBehindFoutPersonen, o.HeldCounted = held.Handelingen, held.Personen, HeldExact
+		return nil
+	}
+	var at sql.NullTime
+	err = tx.QueryRowContext(ctx, st.leaderHeldSQL).Scan(&o.HeldBehindFout, &o.HeldBehindFoutPersonen, &at)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("overview: the leader's held counts: %w", err)
+	}
+	if !at.Valid {
+		o.HeldBehindFout, o.HeldBehindFoutPersonen, o.HeldCounted = -1, -1, HeldUnknown
+		return nil
+	}
+	o.HeldCounted, o.HeldCountedAt = HeldByLeader, &at.Time
+	return nil
+}
+
+// withinBudget runs read, a read of tx, with statement_timeout cfg.Budget, inside a savepoint: when
+// the database ends it for the budget, the transaction goes on as before it and over is true.
+// Any other error is returned.
+func withinBudget(ctx context.Context, tx *sqlx.Tx, cfg OverviewConfig, read func() error) (over bool, err error) {
+	if _, err := tx.ExecContext(ctx, "savepoint budget"); err != nil {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("set local statement_timeout = %d", max(1, cfg.Budget.Milliseconds()))); err != nil {
+		return false, err
+	}
+	if cfg.slowReads {
+		_, err = tx.ExecContext(ctx, "select pg_sleep($1)", 2*cfg.Budget.Seconds())
+	}
+	if err == nil {
+		err = read()
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) && pe.Code == "57014" && ctx.Err() == nil { // query_canceled by statement_timeout
+		if _, err := tx.ExecContext(ctx, "rollback to savepoint budget"); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, "set local statement_timeout to default"); err != nil {
+		return false, err
+	}
+	_, err = tx.ExecContext(ctx, "release savepoint budget")
+	return false, err
 }
 
 // readDeliveryDelay reads DeliveryDelay over the handelingen delivered in the last

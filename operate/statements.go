@@ -38,6 +38,8 @@ type statements struct {
 	selectFoutSQL         string
 	retryManySQL          string
 	releaseManySQL        string
+	geleverdSQL           string
+	leaderHeldSQL         string
 }
 
 func loadStatements(l handeling.Layout) *statements {
@@ -62,6 +64,8 @@ func loadStatements(l handeling.Layout) *statements {
 		selectFoutSQL:         get("select_fout.sql"),
 		retryManySQL:          get("retry_many.sql"),
 		releaseManySQL:        get("release_many.sql"),
+		geleverdSQL:           get("geleverd.sql"),
+		leaderHeldSQL:         get("leader_held.sql"),
 	}
 }
 

@@ -31,13 +31,26 @@ func writeStatus(w io.Writer, o Overview) {
 	fmt.Fprintf(w, "backlog (te leveren)   %*d\n", width, o.Backlog)
 	fmt.Fprintf(w, "in levering            %*d\n", width, o.InLevering)
 	fmt.Fprintf(w, "delivered last minute  %*d  %s per minute, last 10 minutes\n", width, o.DeliveredLastMinute, sparkline(o.DeliveredPerMinute))
-	fmt.Fprintf(w, "geleverd in total      %*d\n", width, o.Geleverd)
-	fmt.Fprintf(w, "fout                   %*d\n", width, o.Fout)
-	held := ""
-	if o.HeldBehindFout > 0 {
-		held = fmt.Sprintf("  handeling(en) of %d person(s), also through multi-person handelingen", o.HeldBehindFoutPersonen)
+	budget := FormatAge(o.BudgetSeconds)
+	if o.Geleverd >= 0 {
+		fmt.Fprintf(w, "geleverd in total      %*d\n", width, o.Geleverd)
+	} else {
+		fmt.Fprintf(w, "geleverd in total      %*s  not counted: counting the history took over %s\n", width, "?", budget)
 	}
-	fmt.Fprintf(w, "held behind fout       %*d%s\n", width, o.HeldBehindFout, held)
+	fmt.Fprintf(w, "fout                   %*d\n", width, o.Fout)
+	switch held := ""; {
+	case o.HeldCounted == HeldUnknown:
+		fmt.Fprintf(w, "held behind fout       %*s  not counted: counting took over %s, and no publisher has counted them yet\n", width, "?", budget)
+	default:
+		if o.HeldBehindFout > 0 {
+			held = fmt.Sprintf("  handeling(en) of %d person(s), also through multi-person handelingen", o.HeldBehindFoutPersonen)
+		}
+		if o.HeldCounted == HeldByLeader && o.HeldCountedAt != nil {
+			held += fmt.Sprintf(" (the leading publisher's count, %s ago: counting them here took over %s)",
+				FormatAge(o.GeneratedAt.Sub(*o.HeldCountedAt).Seconds()), budget)
+		}
+		fmt.Fprintf(w, "held behind fout       %*d%s\n", width, o.HeldBehindFout, held)
+	}
 	fmt.Fprintf(w, "in the future          %*d  tsreg over %s ahead of the database clock\n\n", width, o.Future, FormatAge(handeling.FutureSkew.Seconds()))
 	if d := o.DeliveryDelay; d != nil {
 		fmt.Fprintf(w, "delivery delay      p50 %s, p99 %s (registration to delivery, %d delivered in the last 5 minutes)\n",
@@ -72,7 +85,11 @@ func writeStatus(w io.Writer, o Overview) {
 	}
 
 	const rows = 8
-	fmt.Fprintf(w, "\nblocked persons: %d\n", o.BlockedTotal)
+	if o.BlockedOmitted {
+		fmt.Fprintf(w, "\nblocked persons: not listed (listing them took over %s; publicatie fout show ID says who waits)\n", budget)
+	} else {
+		fmt.Fprintf(w, "\nblocked persons: %d\n", o.BlockedTotal)
+	}
 	if len(o.Blocked) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  PERSOON\tHELD BY\tWAITING\tWHY")

@@ -66,6 +66,11 @@ type Publisher struct {
 	future *futureLog      // checkFuture's, made on its first call
 	// warmRetry is when a follower tries the broker again after warmBroker failed.
 	warmRetry time.Time
+	// heldWritten are the held counts (handelingen, persons) reportHeld last wrote, in
+	// heldEpoch, at heldAt.
+	heldWritten [2]int
+	heldEpoch   int64
+	heldAt      time.Time
 }
 
 // New validates cfg and returns a Publisher; call Run to start it.

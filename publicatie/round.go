@@ -51,6 +51,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 	defer func() {
 		if err != nil {
 			p.work.drop()
+			p.heldEpoch = 0 // what reportHeld wrote may be rolled back: write it again
 		}
 	}()
 	r, err := p.plan(ctx, epoch)
@@ -61,6 +62,9 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		return 0, false, false, err
 	}
 	if err := p.sleeping(ctx, r); err != nil {
+		return 0, false, false, err
+	}
+	if err := p.reportHeld(ctx, r); err != nil {
 		return 0, false, false, err
 	}
 	if len(r.keep) == 0 && len(r.stale) == 0 {
@@ -111,6 +115,30 @@ func (p *Publisher) sleeping(ctx context.Context, r *round) error {
 	if _, err := r.q.ExecContext(ctx, p.sql.sleepingSQL, want); err != nil {
 		return dbErr(fmt.Errorf("publicatie_toestand: %w", err))
 	}
+	p.work.dirty = true
+	return nil
+}
+
+// heldReportEvery is how often at most the leader writes its held counts (reportHeld).
+const heldReportEvery = time.Second
+
+// reportHeld writes, in the round's transaction, what the view holds behind fout when that
+// changed since the leader last wrote it (at most every heldReportEvery): publicatie status
+// and the status page show it when counting it from the tables takes longer than their budget
+// (operate.OverviewConfig.Budget). A new leader writes its own once its view holds any.
+func (p *Publisher) reportHeld(ctx context.Context, r *round) error {
+	v := p.work.view
+	if v == nil || v.holds == nil {
+		return nil
+	}
+	now := [2]int{v.heldN, v.heldPersons}
+	if (now == p.heldWritten && p.heldEpoch == r.epoch) || time.Since(p.heldAt) < heldReportEvery {
+		return nil
+	}
+	if _, err := r.q.ExecContext(ctx, p.sql.heldCountsSQL, v.heldN, v.heldPersons); err != nil {
+		return dbErr(fmt.Errorf("publicatie_toestand: held counts: %w", err))
+	}
+	p.heldWritten, p.heldEpoch, p.heldAt = now, r.epoch, time.Now()
 	p.work.dirty = true
 	return nil
 }

@@ -2,6 +2,7 @@ package publicatie
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -827,5 +828,25 @@ func TestStaleGroupIsPublishedAgainTogether(t *testing.T) {
 	wantIDs(t, "the next stale one", e.round(), 4)
 	if got := e.published(); !slices.EqualFunc(got, [][]int64{{4}}, slices.Equal) {
 		t.Fatalf("publications %v, want [[4]]", got)
+	}
+}
+
+// The leader writes what its view holds behind fout, for publicatie status when counting it
+// from the tables takes too long (issue 49).
+func TestRoundReportsWhatItHoldsBehindFout(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 10, 10), h(2, 20, 10), h(3, 30, 10), h(4, 40, 40))
+	wantIDs(t, "first round", e.round(), 1, 4)
+	e.setStatus("fout", 1)
+	time.Sleep(heldReportEvery + 100*time.Millisecond)
+	wantIDs(t, "2 and 3 wait behind the fout 1", e.round())
+	var held, persons int64
+	var at sql.NullTime
+	if err := e.db.QueryRow(`select held_handelingen, held_personen, held_counted_at from publicatie_toestand`).Scan(&held, &persons, &at); err != nil {
+		t.Fatal(err)
+	}
+	if held != 2 || persons != 1 || !at.Valid {
+		t.Errorf("the leader wrote %d held of %d persons at %v, want 2 of 1", held, persons, at)
 	}
 }

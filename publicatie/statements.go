@@ -31,6 +31,7 @@ type statements struct {
 	herleesSQL          string
 	leadSQL             string
 	sleepingSQL         string
+	heldCountsSQL       string
 	intakeSQL           string
 	intakeDefaultSQL    string
 	checksumSQL         string
@@ -60,6 +61,7 @@ func loadStatements(l handeling.Layout) *statements {
 		herleesSQL:          get("herlees.sql"),
 		leadSQL:             get("lead.sql"),
 		sleepingSQL:         get("set_sleeping.sql"),
+		heldCountsSQL:       get("held_counts.sql"),
 		intakeSQL:           get("intake.sql"),
 		intakeDefaultSQL:    get("intake_default.sql"),
 		checksumSQL:         get("checksum.sql"),
