@@ -75,18 +75,25 @@ func TestFoutNeverStopsOthers(t *testing.T) {
 			if st := brptest.Statuses(t, w.db); st["fout"] != n || st[""] != n || st["geleverd"] != 1 {
 				t.Fatalf("statuses %v, want %d fout, %d te leveren, 1 geleverd", st, n, n)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "status")
-			cmd.Env = w.env()
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("publicatie status: %v\n%s", err, out)
-			}
+			// Counted from the tables within the status's budget, or else the leader's own count,
+			// which it writes within a round or two of its view's (issue 49).
 			want := regexp.MustCompile(fmt.Sprintf(`held behind fout\s+%d\s+handeling\(en\) of %d person\(s\)`, n, n))
-			if !want.Match(out) {
-				t.Fatalf("publicatie status does not say %d held behind fout of %d persons:\n%s", n, n, out)
-			}
+			brptest.Eventually(t, time.Minute, func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, bin, "status")
+				cmd.Env = w.env()
+				began := time.Now()
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("publicatie status: %v\n%s", err, out)
+				}
+				if !want.Match(out) {
+					return fmt.Errorf("publicatie status does not say %d held behind fout of %d persons:\n%s", n, n, out)
+				}
+				t.Logf("%d held behind fout: publicatie status answered in %v", n, time.Since(began).Round(time.Millisecond))
+				return nil
+			})
 		})
 	}
 }
