@@ -165,16 +165,19 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger, stdout io.Write
 	return nil
 }
 
-// OperatorTimeout bounds an operator command (status, fout ..., migrate status): past it, the
-// command gives up with exit 1, naming what it waited for.
+// OperatorTimeout bounds how long an operator command (status, fout ..., migrate status) waits
+// for its database: past it, the command gives up with exit 1, naming what it waited for.
 const OperatorTimeout = 20 * time.Second
 
-// operator runs an operator command's f on the database, all of it within OperatorTimeout:
-// an operator waits for an answer, not for a database that is away.
+// operator runs an operator command's f on the database once it answered within
+// OperatorTimeout: an operator waits for an answer, not for a database that is away. f itself
+// is not cut off as a whole: each of its statements is bounded by the session's
+// statement_timeout, and a bulk retry or release of 50,000 handelingen goes on, batch by
+// batch, as long as it takes (an interrupt stops it between batches; what it did stays done).
 func operator(ctx context.Context, cfg *config, log *slog.Logger, f func(context.Context, *sqlx.DB) error) error {
-	ctx, cancel := context.WithTimeout(ctx, OperatorTimeout)
+	octx, cancel := context.WithTimeout(ctx, OperatorTimeout)
 	defer cancel()
-	db, err := setup.OpenDB(ctx, cfg.DatabaseURL, cfg.Session(command), log)
+	db, err := setup.OpenDB(octx, cfg.DatabaseURL, cfg.Session(command), log)
 	if err != nil {
 		return err
 	}
