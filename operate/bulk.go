@@ -70,7 +70,8 @@ func (s Selection) String() string {
 
 // BulkResult is what a bulk retry or release did, or with DryRun would do.
 type BulkResult struct {
-	// Selected is how many fout handelingen the selection held when the action began.
+	// Selected is how many fout handelingen the selection held as the action went through
+	// them (by id, a page at a time).
 	Selected int64 `json:"selected"`
 	// Done is how many were retried or released (0 on a dry run). It can be below Selected:
 	// one that left fout (or was released) meanwhile is left alone.
@@ -123,26 +124,28 @@ func bulk(ctx context.Context, db *sqlx.DB, st *statements, sel Selection, actie
 	if note = strings.TrimSpace(note); note != "" {
 		toelichting = &note
 	}
+	// Page through the selection by id. A dry run reads every page and changes nothing; an
+	// action changes each page in a transaction of its own before it reads the next.
 	var after int64
-	for first := true; ; first = false {
-		limit := BulkBatch
-		if dryRun {
-			limit = maxShown
-		}
-		page, total, err := selectFout(ctx, db, st, sel, unreleased, after, limit)
+	for {
+		page, err := selectFout(ctx, db, st, sel, unreleased, after, BulkBatch)
 		if err != nil {
 			return res, fmt.Errorf("%s: select: %w", actie, err)
 		}
-		if first {
-			res.Selected = total
-			res.First = page[:min(len(page), maxShown)]
-		}
-		if dryRun || len(page) == 0 {
+		if len(page) == 0 {
 			return res, nil
+		}
+		res.Selected += int64(len(page))
+		if len(res.First) < maxShown {
+			res.First = append(res.First, page[:min(len(page), maxShown-len(res.First))]...)
 		}
 		ids := make([]int64, len(page))
 		for i, f := range page {
 			ids[i] = f.ID
+		}
+		after = ids[len(ids)-1]
+		if dryRun {
+			continue
 		}
 		n, err := applyBatch(ctx, db, st, change, ids, actie, door, toelichting)
 		if err != nil {
@@ -150,7 +153,6 @@ func bulk(ctx context.Context, db *sqlx.DB, st *statements, sel Selection, actie
 		}
 		res.Done += n
 		res.Batches++
-		after = ids[len(ids)-1]
 	}
 }
 
@@ -177,9 +179,8 @@ func applyBatch(ctx context.Context, db *sqlx.DB, st *statements, change string,
 	return int64(len(done)), nil
 }
 
-// selectFout reads up to limit fout handelingen of sel after id after, and how many sel holds
-// after it.
-func selectFout(ctx context.Context, q sqlx.QueryerContext, st *statements, sel Selection, unreleased bool, after int64, limit int) ([]Fout, int64, error) {
+// selectFout reads up to limit fout handelingen of sel after id after.
+func selectFout(ctx context.Context, q sqlx.QueryerContext, st *statements, sel Selection, unreleased bool, after int64, limit int) ([]Fout, error) {
 	var reason, since, until, person any
 	if sel.Reason != "" {
 		reason = sel.Reason
@@ -195,17 +196,16 @@ func selectFout(ctx context.Context, q sqlx.QueryerContext, st *statements, sel 
 	}
 	rows, err := q.QueryContext(ctx, st.selectFoutSQL, unreleased, reason, since, until, person, after, limit)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var out []Fout
-	var total int64
 	for rows.Next() {
 		var f Fout
-		if err := rows.Scan(&f.ID, &f.Soort, &f.Tsreg, &f.Foutreden, &f.Vrijgegeven, &total); err != nil {
+		if err := rows.Scan(&f.ID, &f.Soort, &f.Tsreg, &f.Foutreden, &f.Vrijgegeven); err != nil {
 			rows.Close()
-			return nil, 0, err
+			return nil, err
 		}
 		out = append(out, f)
 	}
-	return out, total, closeRows(rows)
+	return out, closeRows(rows)
 }

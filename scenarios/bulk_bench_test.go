@@ -10,6 +10,7 @@ import (
 
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/publicatie"
 )
 
 // BenchmarkBulkRetry measures issue 49's operator at scale: BRP_BULK_FOUT fout handelingen
@@ -148,4 +149,50 @@ func BenchmarkBulkRetry(b *testing.B) {
 	if len(rep.Violations) > 0 {
 		b.Fatalf("per-person order violated:\n%v", rep.Violations)
 	}
+}
+
+// BenchmarkFailoverHeld measures issue 49's takeover with BRP_FAILOVER_HELD persons (default
+// 100,000) held behind fout: two publishers (default lease timeout) and a consumer, real
+// processes; the leader is killed (kill -9), a handeling of another person is registered at
+// once, and the figures are the time from the kill until the follower leads (takeover_s) and
+// until that handeling is on the verzending queue (first_free_s), against the lease timeout
+// (lease_timeout_s).
+func BenchmarkFailoverHeld(b *testing.B) {
+	n := envInt("BRP_FAILOVER_HELD", 100_000)
+	w := makeEmptyWorld(b, nil, brptest.Broker(), load.Spec{})
+	holdBehindFout(b, w, n)
+	bin := brptest.Build(b, "cmd/publicatie")
+	a := w.publisherProc(b, "publicatie-a", bin)
+	a.WaitLeader(time.Minute)
+	f := w.publisherProc(b, "publicatie-b", bin)
+	f.WaitReady(time.Minute)
+	w.consumerProc(b, "mutatielevering", brptest.Build(b, "cmd/mutatielevering"))
+	brptest.Eventually(b, 3*time.Minute, func() error {
+		if h := scrape(b, a)["brp_levering_held_behind_fout_handelingen"]; h != float64(n) {
+			return fmt.Errorf("the leader counts %v held behind fout, want %d", h, n)
+		}
+		if l := logged(f, "connected to broker"); l == nil {
+			return fmt.Errorf("the follower has not connected to the broker yet")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	a.Kill()
+	killed := time.Now()
+	free := int64(2*n + 1)
+	registerFree(b, w, free, int64(n+1))
+	took := f.WaitLeader(2 * time.Minute).Sub(killed)
+	brptest.EventuallyEvery(b, 2*time.Minute, 10*time.Millisecond, func() error {
+		if w.verzending.Count() == 0 {
+			return fmt.Errorf("the free handeling is not delivered yet")
+		}
+		return nil
+	})
+	first := time.Since(killed)
+	lease := publicatie.MinLeaseTimeout // the default: twice the default delay (5 s), at least this
+	b.ReportMetric(took.Seconds(), "takeover_s")
+	b.ReportMetric(first.Seconds(), "first_free_s")
+	b.ReportMetric(lease.Seconds(), "lease_timeout_s")
+	b.Logf("%d held behind fout: the follower led %v after the kill, the free handeling was delivered %v after it (lease timeout %v)",
+		n, took.Round(time.Millisecond), first.Round(time.Millisecond), lease)
 }

@@ -1,10 +1,9 @@
--- The fout handelingen an operator's bulk retry or release selects, by id after $6, at most $7,
--- with how many the selection holds after $6 (total). Every condition narrows it: $1 only those
+-- The fout handelingen an operator's bulk retry or release selects, by id after $6, at most $7
+-- (a page; the action pages through them all). Every condition narrows it: $1 only those
 -- not released; $2 a reason that contains $2, in any case; $3 tsreg from, $4 tsreg before; $5
 -- one person's. NULL leaves a condition out. The fout index (admhnd_fout_idx) gives them in id
 -- order.
-select a.id, a.soort, publicatie_tsreg_shown(a.tsreg), coalesce(a.foutreden, ''), a.vrijgegeven,
-       count(*) over () as total
+select a.id, a.soort, publicatie_tsreg_shown(a.tsreg), coalesce(a.foutreden, ''), a.vrijgegeven
 from admhnd a
 where a.statuslev = 'fout' and a.id > $6
   and (not $1 or a.vrijgegeven is null)

@@ -1,8 +1,7 @@
 -- select_fout.sql on the kern layout: the fout (5) handelingen an operator's bulk retry or
--- release selects, by id after $6, at most $7, with how many the selection holds after $6;
+-- release selects, by id after $6, at most $7 (a page);
 -- reason and release from admhnd_levering, the person from kern.his_persafgeleidadministrati.
-select a.id, s.naam::text, publicatie_tsreg_shown(a.tsreg), coalesce(l.foutreden, ''), l.vrijgegeven,
-       count(*) over () as total
+select a.id, s.naam::text, publicatie_tsreg_shown(a.tsreg), coalesce(l.foutreden, ''), l.vrijgegeven
 from kern.admhnd a
 join kern.srtadmhnd s on s.id = a.srt
 left join admhnd_levering l on l.admhnd_id = a.id
