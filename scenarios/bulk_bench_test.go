@@ -196,3 +196,69 @@ func BenchmarkFailoverHeld(b *testing.B) {
 	b.Logf("%d held behind fout: the follower led %v after the kill, the free handeling was delivered %v after it (lease timeout %v)",
 		n, took.Round(time.Millisecond), first.Round(time.Millisecond), lease)
 }
+
+// BenchmarkSweepSoak counts issue 49's sweep rebuilds under churn: BRP_SOAK_SECONDS (default
+// 900) of bijhouding registering BRP_SOAK_RATE handelingen a second (default 300) over 20,000
+// persons, a handeling in levering set fout by hand every second, and `publicatie fout retry
+// --all` every minute, with a publisher and two consumers (real processes). Figures:
+// sweep_rebuilds (brp_levering_publicatie_view_rebuilds_total{reason="sweep"}: every one is a disagreement
+// between the view and the database that the sweep did not put down to what committed between
+// its reads), fouts, retried.
+func BenchmarkSweepSoak(b *testing.B) {
+	secs, rate := envInt("BRP_SOAK_SECONDS", 900), envInt("BRP_SOAK_RATE", 300)
+	w := makeEmptyWorld(b, nil, brptest.Broker(), load.Spec{})
+	bin := brptest.Build(b, "cmd/publicatie")
+	pub := w.publisherProc(b, "publicatie", bin)
+	con := brptest.Build(b, "cmd/mutatielevering")
+	for i := range 2 {
+		w.consumerProc(b, fmt.Sprintf("mutatielevering-%d", i+1), con)
+	}
+	pub.WaitLeader(time.Minute)
+	ctx, stop := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // bijhouding
+		defer wg.Done()
+		tick := time.NewTicker(time.Second / time.Duration(rate))
+		defer tick.Stop()
+		for i := int64(1); ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_, _ = w.db.ExecContext(ctx, `with a as (insert into admhnd (id, soort, tsreg) values ($1, 'GEBOORTE', now()) returning id)
+				insert into admhnd_persoon select id, $2 from a`, i, i%20_000)
+		}
+	}()
+	fouts, retries := 0, 0
+	second, minute := time.NewTicker(time.Second), time.NewTicker(time.Minute)
+	defer second.Stop()
+	defer minute.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-second.C:
+			if r, err := w.db.ExecContext(ctx, `update admhnd set statuslev = 'fout', foutreden = 'soak'
+				where id = (select id from admhnd where statuslev = 'in_levering' limit 1)`); err == nil {
+				if n, _ := r.RowsAffected(); n > 0 {
+					fouts++
+				}
+			}
+		case <-minute.C:
+			cmd := exec.Command(bin, "fout", "retry", "--all", "--door", "soak")
+			cmd.Env = w.env()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("retry --all: %v\n%s", err, out)
+			}
+			retries++
+		}
+	}
+	wg.Wait()
+	rebuilds := scrape(b, pub)[`brp_levering_publicatie_view_rebuilds_total{reason="sweep"}`]
+	b.ReportMetric(rebuilds, "sweep_rebuilds")
+	b.ReportMetric(float64(fouts), "fouts")
+	b.ReportMetric(float64(retries), "retries")
+	b.Logf("%d s at %d/s with %d fouts and %d retries: %v sweep rebuilds", secs, rate, fouts, retries, rebuilds)
+}
