@@ -181,16 +181,18 @@ the first 2 by id (fout show ID for persons and history):
 // actionToken is the bearer token of operator beheerder-x in TestHandlerActions.
 const actionToken = "0123456789abcdef0123456789abcdef"
 
-// post sends body (contentType) to url with actionToken and returns the status and the
-// decoded answer.
-func post(t *testing.T, url, contentType, body string) (int, map[string]any) {
+// post sends body (contentType) to url, with a bearer token unless token is "", and returns
+// the status and the decoded answer.
+func post(t *testing.T, url, token, contentType, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Authorization", "Bearer "+actionToken)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", url, err)
@@ -217,10 +219,10 @@ func TestHandlerActions(t *testing.T) {
 	defer srv.Close()
 	// An anonymous listener only shows: a dry run, no action.
 	anon, _ := servePages(t, db, nil)
-	if code, out := postAnonymous(t, anon.URL+"/fout/retry", `{"all": true}`); code != http.StatusForbidden {
+	if code, out := post(t, anon.URL+"/fout/retry", "", "application/json", `{"all": true}`); code != http.StatusForbidden {
 		t.Errorf("anonymous retry: %d %v, want 403", code, out)
 	}
-	if code, out := postAnonymous(t, anon.URL+"/fout/retry", `{"all": true, "dry_run": true}`); code != http.StatusOK || out["selected"] != 4.0 {
+	if code, out := post(t, anon.URL+"/fout/retry", "", "application/json", `{"all": true, "dry_run": true}`); code != http.StatusOK || out["selected"] != 4.0 {
 		t.Errorf("anonymous dry run: %d %v, want 200 and 4 selected", code, out)
 	}
 	for _, tc := range []struct {
@@ -236,20 +238,20 @@ func TestHandlerActions(t *testing.T) {
 		{"/fout/retry", "application/json", `{"id": 3}`, http.StatusConflict, "not in fout"},
 		{"/fout/release", "application/json", `{"id": 6}`, http.StatusConflict, "released"},
 	} {
-		code, out := post(t, srv.URL+tc.path, tc.ct, tc.body)
+		code, out := post(t, srv.URL+tc.path, actionToken, tc.ct, tc.body)
 		if msg, _ := out["error"].(string); code != tc.code || !strings.Contains(msg, tc.says) {
 			t.Errorf("POST %s %s: %d %v, want %d saying %q", tc.path, tc.body, code, out, tc.code, tc.says)
 		}
 	}
-	code, out := post(t, srv.URL+"/fout/retry", "application/json", `{"reason": "persoon", "dry_run": true}`)
+	code, out := post(t, srv.URL+"/fout/retry", actionToken, "application/json", `{"reason": "persoon", "dry_run": true}`)
 	if code != http.StatusOK || out["selected"] != 2.0 || out["done"] != 0.0 || brptest.Status(t, db, 1) != "fout" {
 		t.Fatalf("dry run: %d %v", code, out)
 	}
-	code, out = post(t, srv.URL+"/fout/retry", "application/json", `{"reason": "persoon", "note": "hersteld"}`)
+	code, out = post(t, srv.URL+"/fout/retry", actionToken, "application/json", `{"reason": "persoon", "note": "hersteld"}`)
 	if code != http.StatusOK || out["done"] != 2.0 || brptest.Status(t, db, 1) != "" || brptest.Status(t, db, 15) != "" {
 		t.Fatalf("retry: %d %v", code, out)
 	}
-	code, out = post(t, srv.URL+"/fout/release", "application/json", `{"id": 9}`)
+	code, out = post(t, srv.URL+"/fout/release", actionToken, "application/json", `{"id": 9}`)
 	if code != http.StatusOK || out["done"] != 1.0 {
 		t.Fatalf("release 9: %d %v", code, out)
 	}
@@ -263,18 +265,6 @@ func TestHandlerActions(t *testing.T) {
 	if !strings.Contains(log.String(), `"msg":"operator action"`) || strings.Contains(log.String(), `"persoon`) {
 		t.Errorf("log:\n%s", log.String())
 	}
-}
-
-func postAnonymous(t *testing.T, url, body string) (int, map[string]any) {
-	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
 }
 
 // Past its budget a dear read gives way: the overview shows the leading publisher's count of

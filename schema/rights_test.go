@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/schema"
@@ -54,21 +56,15 @@ func TestServiceRights(t *testing.T) {
 // MissingRights names exactly the grant a DBA left out.
 func TestMissingRightsNamesTheGrant(t *testing.T) {
 	t.Parallel()
-	for _, f := range securityForms {
-		t.Run(f.Name, func(t *testing.T) {
-			t.Parallel()
-			l := f.Layout.Or()
-			db, url := brptest.DBWith(t, f)
-			roles := brptest.GrantRoles(t, db, url, l)
-			revoke, want := `revoke update (tspub) on admhnd from `, "update (tspub) on admhnd"
-			if l == handeling.Kern {
-				revoke, want = `revoke execute on function brp_levering.publicatie_sessions() from `, "execute on function brp_levering.publicatie_sessions()"
-			}
-			db.MustExec(revoke + roles.Service)
-			missing, err := schema.MissingRights(context.Background(), sessionAs(t, roles.ServiceURL).DB, l)
-			if err != nil || len(missing) != 1 || missing[0].String() != want {
-				t.Fatalf("missing %v (%v), want [%s]", missing, err, want)
-			}
-		})
-	}
+	withRoles(t, func(t *testing.T, l handeling.Layout, db *sqlx.DB, roles brptest.Roles) {
+		revoke, want := `revoke update (tspub) on admhnd from `, "update (tspub) on admhnd"
+		if l == handeling.Kern {
+			revoke, want = `revoke execute on function brp_levering.publicatie_sessions() from `, "execute on function brp_levering.publicatie_sessions()"
+		}
+		db.MustExec(revoke + roles.Service)
+		missing, err := schema.MissingRights(context.Background(), sessionAs(t, roles.ServiceURL).DB, l)
+		if err != nil || len(missing) != 1 || missing[0].String() != want {
+			t.Fatalf("missing %v (%v), want [%s]", missing, err, want)
+		}
+	})
 }

@@ -32,6 +32,18 @@ func serviceSchema(l handeling.Layout) string {
 	return "public"
 }
 
+// withRoles runs f for each layout, on a database of its own with the roles and rights of the
+// layout's grants file.
+func withRoles(t *testing.T, f func(t *testing.T, l handeling.Layout, db *sqlx.DB, roles brptest.Roles)) {
+	for _, form := range securityForms {
+		t.Run(form.Name, func(t *testing.T) {
+			t.Parallel()
+			db, url := brptest.DBWith(t, form)
+			f(t, form.Layout.Or(), db, brptest.GrantRoles(t, db, url, form.Layout.Or()))
+		})
+	}
+}
+
 // Every function the service creates that runs with its owner's rights has a search_path
 // that names pg_catalog first, the service's schema, and pg_temp last, and nobody but its
 // owner and the roles the grants file names may execute it; every trigger on the
@@ -201,81 +213,75 @@ var acts = map[handeling.Layout]securityActs{
 // functions, and find that no shadow ever ran, let alone with rights other than the caller's.
 func TestShadowingRunsNothingWithTheOwnersRights(t *testing.T) {
 	t.Parallel()
-	for _, f := range securityForms {
-		t.Run(f.Name, func(t *testing.T) {
-			t.Parallel()
-			l := f.Layout.Or()
-			db, url := brptest.DBWith(t, f)
-			roles := brptest.GrantRoles(t, db, url, l)
-			a := acts[l]
-			tables := shadowColumns(t, db, serviceSchema(l))
-			if l == handeling.Kern {
-				// Bijhouding's own rights on its kern tables (not the service's affair): the
-				// shipped file gives it insert on the two tables carrying the service's triggers.
-				db.MustExec(`grant insert on kern.pers, kern.actie to ` + roles.Bijhouding)
-			}
-			// The leader asks for lead samples: an ordinary registration then writes one.
-			db.MustExec(`update publicatie_toestand set lead_sample_rate = 1, lead_sample_until = now() + interval '1 hour'`)
+	withRoles(t, func(t *testing.T, l handeling.Layout, db *sqlx.DB, roles brptest.Roles) {
+		a := acts[l]
+		tables := shadowColumns(t, db, serviceSchema(l))
+		if l == handeling.Kern {
+			// Bijhouding's own rights on its kern tables (not the service's affair): the
+			// shipped file gives it insert on the two tables carrying the service's triggers.
+			db.MustExec(`grant insert on kern.pers, kern.actie to ` + roles.Bijhouding)
+		}
+		// The leader asks for lead samples: an ordinary registration then writes one.
+		db.MustExec(`update publicatie_toestand set lead_sample_rate = 1, lead_sample_until = now() + interval '1 hour'`)
 
-			bij := sessionAs(t, roles.BijhoudingURL)
-			shadow(t, bij, tables)
-			old := time.Now().Add(-time.Hour)
-			for _, st := range []struct {
-				sql  string
-				args []any
-			}{
-				{a.register, []any{1, 10, old}},        // registered late: publicatie_geregistreerd
-				{a.register, []any{2, 20, time.Now()}}, // ordinary: a lead sample
-				{a.addPerson, []any{1, 11}},            // persons added later: publicatie_personen_toegevoegd
-				{a.registerFout, []any{3}},             // in fout at once
-			} {
-				if _, err := bij.Exec(st.sql, st.args...); err != nil {
-					t.Fatalf("bijhouding: %s: %v", st.sql, err)
-				}
+		bij := sessionAs(t, roles.BijhoudingURL)
+		shadow(t, bij, tables)
+		old := time.Now().Add(-time.Hour)
+		for _, st := range []struct {
+			sql  string
+			args []any
+		}{
+			{a.register, []any{1, 10, old}},        // registered late: publicatie_geregistreerd
+			{a.register, []any{2, 20, time.Now()}}, // ordinary: a lead sample
+			{a.addPerson, []any{1, 11}},            // persons added later: publicatie_personen_toegevoegd
+			{a.registerFout, []any{3}},             // in fout at once
+		} {
+			if _, err := bij.Exec(st.sql, st.args...); err != nil {
+				t.Fatalf("bijhouding: %s: %v", st.sql, err)
 			}
-			// Committed more than half a second after it began: publicatie_vastgelegd.
-			tx := bij.MustBegin()
-			tx.MustExec(a.register, 4, 40, time.Now())
-			tx.MustExec(`select pg_sleep(0.6)`)
-			if err := tx.Commit(); err != nil {
-				t.Fatalf("bijhouding's slow transaction: %v", err)
-			}
+		}
+		// Committed more than half a second after it began: publicatie_vastgelegd.
+		tx := bij.MustBegin()
+		tx.MustExec(a.register, 4, 40, time.Now())
+		tx.MustExec(`select pg_sleep(0.6)`)
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("bijhouding's slow transaction: %v", err)
+		}
 
-			svc := sessionAs(t, roles.ServiceURL)
-			shadow(t, svc, tables)
-			for _, st := range []string{a.setFout, a.release, a.retry} { // publicatie_fout_changed, publicatie_nakomer_teruggezet, publicatie_vrijgave_changed
-				if _, err := svc.Exec(st, 2); err != nil {
-					t.Fatalf("service: %s: %v", st, err)
-				}
+		svc := sessionAs(t, roles.ServiceURL)
+		shadow(t, svc, tables)
+		for _, st := range []string{a.setFout, a.release, a.retry} { // publicatie_fout_changed, publicatie_nakomer_teruggezet, publicatie_vrijgave_changed
+			if _, err := svc.Exec(st, 2); err != nil {
+				t.Fatalf("service: %s: %v", st, err)
 			}
-			var sessions int
-			if err := svc.Get(&sessions, `select count(*) from `+serviceSchema(l)+`.publicatie_horizon`); err != nil { // publicatie_sessions
-				t.Fatalf("service: the horizon: %v", err)
-			}
+		}
+		var sessions int
+		if err := svc.Get(&sessions, `select count(*) from `+serviceSchema(l)+`.publicatie_horizon`); err != nil { // publicatie_sessions
+			t.Fatalf("service: the horizon: %v", err)
+		}
 
-			for who, conn := range map[string]*sqlx.DB{"bijhouding": bij, "service": svc} {
-				if log := shadowLog(t, conn); len(log) > 0 {
-					t.Errorf("%s's shadows ran: %v", who, log)
-				}
+		for who, conn := range map[string]*sqlx.DB{"bijhouding": bij, "service": svc} {
+			if log := shadowLog(t, conn); len(log) > 0 {
+				t.Errorf("%s's shadows ran: %v", who, log)
 			}
-			// The functions did their work, in the real tables.
-			var nakomer, changes, samples int
-			if err := db.QueryRow(`select (select count(*) from publicatie_nakomer), (select count(*) from publicatie_fout_changes),
-				(select count(*) from publicatie_lead_samples)`).Scan(&nakomer, &changes, &samples); err != nil {
-				t.Fatal(err)
-			}
-			if nakomer < 3 || changes < 2 || samples < 1 {
-				t.Errorf("the functions recorded %d nakomers (want 1, 2 and 4), %d fout changes (want 2 and 3), %d lead samples", nakomer, changes, samples)
-			}
-			// And the role's own statements do meet its shadows: the shadows work.
-			if _, err := svc.Exec(`select count(*) from publicatie_nakomer`); err != nil {
-				t.Fatal(err)
-			}
-			if log := shadowLog(t, svc); !slices.Equal(log, []string{roles.Service + ": read publicatie_nakomer"}) {
-				t.Errorf("the service's own read of its shadow logged %v", log)
-			}
-		})
-	}
+		}
+		// The functions did their work, in the real tables.
+		var nakomer, changes, samples int
+		if err := db.QueryRow(`select (select count(*) from publicatie_nakomer), (select count(*) from publicatie_fout_changes),
+			(select count(*) from publicatie_lead_samples)`).Scan(&nakomer, &changes, &samples); err != nil {
+			t.Fatal(err)
+		}
+		if nakomer < 3 || changes < 2 || samples < 1 {
+			t.Errorf("the functions recorded %d nakomers (want 1, 2 and 4), %d fout changes (want 2 and 3), %d lead samples", nakomer, changes, samples)
+		}
+		// And the role's own statements do meet its shadows: the shadows work.
+		if _, err := svc.Exec(`select count(*) from publicatie_nakomer`); err != nil {
+			t.Fatal(err)
+		}
+		if log := shadowLog(t, svc); !slices.Equal(log, []string{roles.Service + ": read publicatie_nakomer"}) {
+			t.Errorf("the service's own read of its shadow logged %v", log)
+		}
+	})
 }
 
 // The runtime role with the shipped grants: no superuser, no pg_read_all_stats; it cannot
@@ -283,81 +289,75 @@ func TestShadowingRunsNothingWithTheOwnersRights(t *testing.T) {
 // database's sessions or any session's query text.
 func TestRuntimeRoleHasOnlyWhatItNeeds(t *testing.T) {
 	t.Parallel()
-	for _, f := range securityForms {
-		t.Run(f.Name, func(t *testing.T) {
-			t.Parallel()
-			l := f.Layout.Or()
-			db, url := brptest.DBWith(t, f)
-			roles := brptest.GrantRoles(t, db, url, l)
-			if missing, err := schema.MissingRights(context.Background(), sessionAs(t, roles.ServiceURL).DB, l); err != nil || len(missing) > 0 {
-				t.Fatalf("with the shipped grants the runtime role lacks %v (%v)", missing, err)
+	withRoles(t, func(t *testing.T, l handeling.Layout, db *sqlx.DB, roles brptest.Roles) {
+		if missing, err := schema.MissingRights(context.Background(), sessionAs(t, roles.ServiceURL).DB, l); err != nil || len(missing) > 0 {
+			t.Fatalf("with the shipped grants the runtime role lacks %v (%v)", missing, err)
+		}
+		if l == handeling.Kern {
+			db.MustExec(`insert into kern.admhnd (id, srt, partij, tsreg, statuslev) values (1, 1, 1, now(), 5)`)
+		} else {
+			db.MustExec(`insert into admhnd (id, soort, tsreg, statuslev) values (1, 'GEBOORTE', now(), 'fout')`)
+		}
+		db.MustExec(`insert into admhnd_beheer (admhnd_id, actie, door) values (1, 'retry', 'beheerder');
+			insert into publicatie_lease (cluster, holder) values ('c', 'x') on conflict do nothing`)
+		svc := sessionAs(t, roles.ServiceURL)
+		var super, stats bool
+		if err := svc.QueryRow(`select rolsuper, pg_has_role(current_user, 'pg_read_all_stats', 'member') from pg_roles where rolname = current_user`).Scan(&super, &stats); err != nil {
+			t.Fatal(err)
+		}
+		if super || stats {
+			t.Errorf("runtime role: superuser %v, pg_read_all_stats %v", super, stats)
+		}
+		s := serviceSchema(l)
+		for _, st := range []string{
+			`delete from ` + s + `.admhnd_beheer`,
+			`update ` + s + `.admhnd_beheer set door = 'someone else'`,
+			`truncate ` + s + `.admhnd_beheer`,
+			`delete from ` + s + `.publicatie_lease`,
+			`create table ` + s + `.brp_levering_extra (id int)`,
+			`create function ` + s + `.brp_levering_extra() returns int language sql as 'select 1'`,
+			`create schema brp_levering_extra`,
+		} {
+			_, err := svc.Exec(st)
+			var pe *pq.Error
+			if !asPQ(err, &pe) || pe.Code != "42501" {
+				t.Errorf("runtime role: %s: %v, want permission denied", st, err)
 			}
-			if l == handeling.Kern {
-				db.MustExec(`insert into kern.admhnd (id, srt, partij, tsreg, statuslev) values (1, 1, 1, now(), 5)`)
-			} else {
-				db.MustExec(`insert into admhnd (id, soort, tsreg, statuslev) values (1, 'GEBOORTE', now(), 'fout')`)
-			}
-			db.MustExec(`insert into admhnd_beheer (admhnd_id, actie, door) values (1, 'retry', 'beheerder');
-				insert into publicatie_lease (cluster, holder) values ('c', 'x') on conflict do nothing`)
-			svc := sessionAs(t, roles.ServiceURL)
-			var super, stats bool
-			if err := svc.QueryRow(`select rolsuper, pg_has_role(current_user, 'pg_read_all_stats', 'member') from pg_roles where rolname = current_user`).Scan(&super, &stats); err != nil {
-				t.Fatal(err)
-			}
-			if super || stats {
-				t.Errorf("runtime role: superuser %v, pg_read_all_stats %v", super, stats)
-			}
-			s := serviceSchema(l)
-			for _, st := range []string{
-				`delete from ` + s + `.admhnd_beheer`,
-				`update ` + s + `.admhnd_beheer set door = 'someone else'`,
-				`truncate ` + s + `.admhnd_beheer`,
-				`delete from ` + s + `.publicatie_lease`,
-				`create table ` + s + `.brp_levering_extra (id int)`,
-				`create function ` + s + `.brp_levering_extra() returns int language sql as 'select 1'`,
-				`create schema brp_levering_extra`,
-			} {
-				_, err := svc.Exec(st)
-				var pe *pq.Error
-				if !asPQ(err, &pe) || pe.Code != "42501" {
-					t.Errorf("runtime role: %s: %v, want permission denied", st, err)
-				}
-			}
-			// Inserting and reading the audit trail is what the operator commands do.
-			if _, err := svc.Exec(`insert into ` + s + `.admhnd_beheer (admhnd_id, actie, door) values (1, 'release', 'beheerder')`); err != nil {
-				t.Errorf("runtime role cannot record an operator's act: %v", err)
-			}
+		}
+		// Inserting and reading the audit trail is what the operator commands do.
+		if _, err := svc.Exec(`insert into ` + s + `.admhnd_beheer (admhnd_id, actie, door) values (1, 'release', 'beheerder')`); err != nil {
+			t.Errorf("runtime role cannot record an operator's act: %v", err)
+		}
 
-			// A session of another database, in a transaction: the runtime role sees neither
-			// its query nor its transaction, in pg_stat_activity or through the horizon.
-			other, err := sql.Open("postgres", brptest.DatabaseURL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer other.Close()
-			otx, err := other.Begin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer otx.Rollback() //nolint:errcheck
-			var pid int
-			if err := otx.QueryRow(`select pg_backend_pid() /* secret query text */`).Scan(&pid); err != nil {
-				t.Fatal(err)
-			}
-			var query sql.NullString
-			var start sql.NullTime
-			if err := svc.QueryRow(`select query, xact_start from pg_stat_activity where pid = $1`, pid).Scan(&query, &start); err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(query.String, "secret") || start.Valid {
-				t.Errorf("runtime role reads another database's session: query %q, xact_start %v", query.String, start)
-			}
-			var listed bool
-			if err := svc.Get(&listed, `select exists (select from publicatie_horizon where pid = $1)`, pid); err != nil || listed {
-				t.Errorf("the horizon lists another database's session: %v (%v)", listed, err)
-			}
-		})
-	}
+		// A session of another database, in a transaction: the runtime role sees neither
+		// its query nor its transaction, in pg_stat_activity or through the horizon.
+		other, err := sql.Open("postgres", brptest.DatabaseURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		otx, err := other.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer otx.Rollback() //nolint:errcheck
+		var pid int
+		if err := otx.QueryRow(`select pg_backend_pid() /* secret query text */`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		var query sql.NullString
+		var start sql.NullTime
+		if err := svc.QueryRow(`select query, xact_start from pg_stat_activity where pid = $1`, pid).Scan(&query, &start); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(query.String, "secret") || start.Valid {
+			t.Errorf("runtime role reads another database's session: query %q, xact_start %v", query.String, start)
+		}
+		var listed bool
+		if err := svc.Get(&listed, `select exists (select from publicatie_horizon where pid = $1)`, pid); err != nil || listed {
+			t.Errorf("the horizon lists another database's session: %v (%v)", listed, err)
+		}
+	})
 }
 
 func asPQ(err error, pe **pq.Error) bool { return errors.As(err, pe) }
@@ -380,51 +380,45 @@ func withApp(t *testing.T, url, app string) string {
 // runtime role's own sessions are left out.
 func TestHorizonTellsTheServiceBySomethingAClientCannotClaim(t *testing.T) {
 	t.Parallel()
-	for _, f := range securityForms {
-		t.Run(f.Name, func(t *testing.T) {
-			t.Parallel()
-			l := f.Layout.Or()
-			db, url := brptest.DBWith(t, f)
-			roles := brptest.GrantRoles(t, db, url, l)
-			if l == handeling.Kern {
-				db.MustExec(`grant insert on kern.pers, kern.actie to ` + roles.Bijhouding)
-			}
-			open := func(u, app string) (*sqlx.DB, *sqlx.Tx, int) {
-				conn := sessionAs(t, withApp(t, u, app))
-				tx := conn.MustBegin()
-				var pid int
-				if err := tx.Get(&pid, `select pg_backend_pid()`); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { tx.Rollback() }) //nolint:errcheck
-				return conn, tx, pid
-			}
-			_, bij, bijPID := open(roles.BijhoudingURL, "publicatie[1]@pretender")
-			bij.MustExec(acts[l].register, 1, 10, time.Now())
-			_, own, ownPID := open(roles.ServiceURL, "mutatielevering[2]@host")
-			own.MustExec(`select 1`)
-
-			svc := sessionAs(t, roles.ServiceURL)
-			var rows []struct {
-				PID       int  `db:"pid"`
-				Registers bool `db:"registers"`
-				Holds     bool `db:"holds"`
-			}
-			if err := svc.Select(&rows, `select pid, registers, holds from publicatie_horizon`); err != nil {
+	withRoles(t, func(t *testing.T, l handeling.Layout, db *sqlx.DB, roles brptest.Roles) {
+		if l == handeling.Kern {
+			db.MustExec(`grant insert on kern.pers, kern.actie to ` + roles.Bijhouding)
+		}
+		open := func(u, app string) (*sqlx.DB, *sqlx.Tx, int) {
+			conn := sessionAs(t, withApp(t, u, app))
+			tx := conn.MustBegin()
+			var pid int
+			if err := tx.Get(&pid, `select pg_backend_pid()`); err != nil {
 				t.Fatal(err)
 			}
-			var sawBij bool
-			for _, r := range rows {
-				switch r.PID {
-				case bijPID:
-					sawBij = r.Registers && r.Holds
-				case ownPID:
-					t.Errorf("the horizon waits for the service's own session: %+v", r)
-				}
+			t.Cleanup(func() { tx.Rollback() }) //nolint:errcheck
+			return conn, tx, pid
+		}
+		_, bij, bijPID := open(roles.BijhoudingURL, "publicatie[1]@pretender")
+		bij.MustExec(acts[l].register, 1, 10, time.Now())
+		_, own, ownPID := open(roles.ServiceURL, "mutatielevering[2]@host")
+		own.MustExec(`select 1`)
+
+		svc := sessionAs(t, roles.ServiceURL)
+		var rows []struct {
+			PID       int  `db:"pid"`
+			Registers bool `db:"registers"`
+			Holds     bool `db:"holds"`
+		}
+		if err := svc.Select(&rows, `select pid, registers, holds from publicatie_horizon`); err != nil {
+			t.Fatal(err)
+		}
+		var sawBij bool
+		for _, r := range rows {
+			switch r.PID {
+			case bijPID:
+				sawBij = r.Registers && r.Holds
+			case ownPID:
+				t.Errorf("the horizon waits for the service's own session: %+v", r)
 			}
-			if !sawBij {
-				t.Errorf("the horizon does not hold for a registering bijhouding session named publicatie[...]: %+v (pid %d)", rows, bijPID)
-			}
-		})
-	}
+		}
+		if !sawBij {
+			t.Errorf("the horizon does not hold for a registering bijhouding session named publicatie[...]: %+v (pid %d)", rows, bijPID)
+		}
+	})
 }
