@@ -373,8 +373,16 @@ func (p *Publisher) warmBroker(ctx context.Context) {
 		p.warmRetry = time.Now().Add(warmRetryAfter)
 		return
 	}
-	p.log.Info("connected to broker", slog.String("addr", c.Node), slog.String("server", c.Server),
-		slog.String("heart_beats", c.HeartBeats), slog.Bool("follower", true))
+	p.connected(c, true)
+}
+
+// connected keeps c as the publisher's broker connection and logs it.
+func (p *Publisher) connected(c *broker.Conn, follower bool) {
+	attrs := []any{slog.String("addr", c.Node), slog.String("server", c.Server), slog.String("heart_beats", c.HeartBeats)}
+	if follower {
+		attrs = append(attrs, slog.Bool("follower", true))
+	}
+	p.log.Info("connected to broker", attrs...)
 	p.conn = c
 }
 
@@ -387,9 +395,7 @@ func (p *Publisher) send(ctx context.Context, msgs []broker.Message) error {
 		if err != nil {
 			return brokerErr(err)
 		}
-		p.log.Info("connected to broker", slog.String("addr", c.Node), slog.String("server", c.Server),
-			slog.String("heart_beats", c.HeartBeats))
-		p.conn = c
+		p.connected(c, false)
 	}
 	if err := p.conn.Send(ctx, msgs...); err != nil {
 		p.conn.Close()
