@@ -199,7 +199,8 @@ func BenchmarkFailoverHeld(b *testing.B) {
 
 // BenchmarkSweepSoak counts issue 49's sweep rebuilds under churn: BRP_SOAK_SECONDS (default
 // 900) of bijhouding registering BRP_SOAK_RATE handelingen a second (default 300) over 20,000
-// persons, a handeling in levering set fout by hand every second, and `publicatie fout retry
+// persons, a handeling in levering (else the oldest still to be delivered) set fout by hand
+// every second, and `publicatie fout retry
 // --all` every minute, with a publisher and two consumers (real processes). Figures:
 // sweep_rebuilds (brp_levering_publicatie_view_rebuilds_total{reason="sweep"}: every one is a disagreement
 // between the view and the database that the sweep did not put down to what committed between
@@ -240,8 +241,11 @@ func BenchmarkSweepSoak(b *testing.B) {
 		select {
 		case <-ctx.Done():
 		case <-second.C:
+			// One in levering (a consumer's fout), else the oldest still to be delivered (a fout
+			// set by hand), so that every second has one.
 			if r, err := w.db.ExecContext(ctx, `update admhnd set statuslev = 'fout', foutreden = 'soak'
-				where id = (select id from admhnd where statuslev = 'in_levering' limit 1)`); err == nil {
+				where id = coalesce((select id from admhnd where statuslev = 'in_levering' limit 1),
+				                    (select id from admhnd where statuslev is null order by tsreg, id limit 1))`); err == nil {
 				if n, _ := r.RowsAffected(); n > 0 {
 					fouts++
 				}
