@@ -3,7 +3,6 @@ package schema_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	neturl "net/url"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/schema"
 )
 
@@ -319,8 +319,7 @@ func TestRuntimeRoleHasOnlyWhatItNeeds(t *testing.T) {
 			`create schema brp_levering_extra`,
 		} {
 			_, err := svc.Exec(st)
-			var pe *pq.Error
-			if !asPQ(err, &pe) || pe.Code != "42501" {
+			if !dbsession.IsPermissionDenied(err) {
 				t.Errorf("runtime role: %s: %v, want permission denied", st, err)
 			}
 		}
@@ -359,8 +358,6 @@ func TestRuntimeRoleHasOnlyWhatItNeeds(t *testing.T) {
 		}
 	})
 }
-
-func asPQ(err error, pe **pq.Error) bool { return errors.As(err, pe) }
 
 // withApp is url with the session's application_name set to app.
 func withApp(t *testing.T, url, app string) string {

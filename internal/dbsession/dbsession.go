@@ -185,6 +185,13 @@ func IsLockTimeout(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
+// IsPermissionDenied reports whether err is PostgreSQL's insufficient_privilege (42501): the
+// session's role lacks a right (PostgreSQL's message names the object).
+func IsPermissionDenied(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "42501"
+}
+
 // IsDeadlock reports whether err is PostgreSQL's deadlock_detected (40P01): the database ended
 // the transaction to break a cycle of lock waits with another session. It can run again at
 // once: the detection itself took deadlock_timeout, so a retry never spins.
