@@ -7,8 +7,10 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 ENV CGO_ENABLED=0
-# Module downloads get their own layer, rebuilt only when go.mod/go.sum change.
+# Module downloads get their own layer, rebuilt only when go.mod/go.sum change. go.mod points
+# go-stomp at the patched copy in third_party (third_party/go-stomp/README.md).
 COPY go.mod go.sum* ./
+COPY third_party ./third_party
 RUN go mod download
 COPY . .
 # The release and commit for --version and brp_levering_build_info (.git is not in the context):

@@ -39,6 +39,7 @@ require (
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/grafana/regexp v0.0.0-20240518133315-a468a5bfb3bc // indirect
 	github.com/klauspost/compress v1.17.11 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
@@ -51,3 +52,8 @@ require (
 	google.golang.org/protobuf v1.36.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
+
+// go-stomp v3.1.5 with two fixes (third_party/go-stomp/README.md): a transaction's receipt is
+// waited for up to RcvReceiptTimeout, not the heart-beat write interval, and a late receipt no
+// longer blocks the connection's loop.
+replace github.com/go-stomp/stomp/v3 => ./third_party/go-stomp

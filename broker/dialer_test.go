@@ -154,3 +154,37 @@ func TestFirstDialerReturnsToTheFirstNode(t *testing.T) {
 		}
 	}
 }
+
+// A broker that takes longer to confirm a transaction than the heart-beat write interval (a
+// busy machine storing it) is slow, not gone: the send succeeds and the connection stays
+// usable. go-stomp v3.1.5 gave up on the receipt after that interval and reported the
+// connection closed (third_party/go-stomp/README.md).
+func TestSlowReceiptKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	live := brptest.Broker()
+	p := brptest.NewProxy(t, live.Addr)
+	cfg := live
+	// Heart-beats every 2 s: go-stomp writes its own after 1 s without other writes, and
+	// waited for a receipt no longer than that.
+	cfg.Addr, cfg.HeartBeat = p.Addr(), 2*time.Second
+	ctx := context.Background()
+	c, err := broker.Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Profile.DurableCommit {
+		t.Fatalf("broker %s: want one with transactions confirmed by a receipt (ActiveMQ)", c.Server)
+	}
+	p.Delay(1500 * time.Millisecond)
+	queue := "/queue/test." + brptest.Name(t)
+	for i := range 2 {
+		start := time.Now()
+		err := c.Send(ctx,
+			broker.Message{Destination: queue, Header: handeling.IDHeaders(int64(2*i + 1)), Body: []byte(`{}`)},
+			broker.Message{Destination: queue, Header: handeling.IDHeaders(int64(2*i + 2)), Body: []byte(`{}`)})
+		if err != nil {
+			t.Fatalf("transaction %d, confirmed 1.5 s late: %v after %v", i+1, err, time.Since(start).Round(time.Millisecond))
+		}
+	}
+}

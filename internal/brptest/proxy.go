@@ -2,10 +2,12 @@ package brptest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
@@ -69,6 +71,16 @@ func (p *Proxy) Cut() {
 		if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
 			p.t.Fatalf("brptest: cut proxy: %v", err)
 		}
+	}
+}
+
+// Delay holds back everything the upstream sends to the clients by d (toxiproxy's latency
+// toxic): a server that answers slowly. It lasts until the test ends.
+func (p *Proxy) Delay(d time.Duration) {
+	p.t.Helper()
+	body := fmt.Sprintf(`{"name":"delay","type":"latency","stream":"downstream","attributes":{"latency":%d}}`, d.Milliseconds())
+	if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+		p.t.Fatalf("brptest: delay proxy: %v", err)
 	}
 }
 

@@ -1,0 +1,9 @@
+package frame
+
+import (
+	"errors"
+)
+
+var (
+	ErrInvalidHeartBeat = errors.New("invalid heart-beat")
+)

@@ -1,0 +1,3 @@
+module github.com/go-stomp/stomp/v3
+
+go 1.15
