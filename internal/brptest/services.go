@@ -141,10 +141,41 @@ func newPrivate(t testing.TB) *Services {
 	s := &Services{t: t, dir: dir, PGPort: freePort(t), StompPort: freePort(t)}
 	s.cfg = stack.Config{RunDir: dir, PGPort: s.PGPort, StompPort: s.StompPort, Log: &s.log}
 	t.Cleanup(func() {
+		if t.Failed() {
+			s.logBrokerWarnings()
+		}
 		s.run("down")
-		_ = os.RemoveAll(dir)
+		if os.Getenv("BRP_TEST_KEEP") == "" {
+			_ = os.RemoveAll(dir)
+		}
 	})
 	return s
+}
+
+// newPrivate's directory is removed when the test ends, unless BRP_TEST_KEEP is set (to read
+// the servers' logs after a failure).
+
+// logBrokerWarnings puts the WARN and ERROR lines of the test's ActiveMQ logs (the last 30 of
+// each) into a failed test's output: the directory holding them is removed when it ends.
+func (s *Services) logBrokerWarnings() {
+	logs, _ := filepath.Glob(filepath.Join(s.dir, "*", "*", "activemq.log"))
+	more, _ := filepath.Glob(filepath.Join(s.dir, "*", "*", "*", "activemq.log"))
+	for _, path := range append(logs, more...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") {
+				lines = append(lines, l)
+			}
+		}
+		total := len(lines)
+		lines = lines[max(0, total-30):]
+		rel, _ := filepath.Rel(s.dir, path)
+		s.t.Logf("%s: %d warnings and errors, the last %d:\n%s", rel, total, len(lines), strings.Join(lines, "\n"))
+	}
 }
 
 // run runs a command of package stack on the test's services; its progress lines are in the
