@@ -172,7 +172,7 @@ func (v *view) mayJoin(n *entry, next map[int64]int, blocked map[int64]struct{})
 			}
 			continue
 		}
-		if _, b := blocked[r]; b || len(q) == 0 || q[0] != n {
+		if _, b := blocked[r]; b || v.writers.writing(r) || len(q) == 0 || q[0] != n {
 			return false
 		}
 	}

@@ -70,9 +70,10 @@ func TestLatePersonsAfterDeliveryAreReported(t *testing.T) {
 	}
 }
 
-// A transaction adding persons late holds no round back: the round publishes what is ready
-// while it is open (the consumer will see the persons: levering.TestPersonsCommittedWhileAConsumerChecks),
-// and once it commits the next round has the persons.
+// A transaction adding persons late holds no round back (nothing waits for its locks), but it
+// holds back the work of the persons it adds while it is open (migration 0018): person 30's 3
+// waits, and once the transaction commits 2, which person 30 joined, goes first. Before,
+// 3 went out at once, and 2 came after it for person 30.
 func TestOpenLatePersonsTransactionHoldsNoRound(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
@@ -81,13 +82,15 @@ func TestOpenLatePersonsTransactionHoldsNoRound(t *testing.T) {
 	tx := e.db.MustBegin()
 	defer tx.Rollback() //nolint:errcheck
 	tx.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (2, 30)`)
-	wantIDs(t, "a late-persons transaction is open: 3 is ready", e.round(), 3)
+	wantIDs(t, "a transaction linking person 30 is open: 3 waits for it, the round does not", e.round())
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	e.setStatus("geleverd", 1, 3)
-	wantIDs(t, "committed: 2, which person 30 joined, before 4", e.round(), 2)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "committed: 2, which person 30 joined, before 3 and 4", e.round(), 2)
 	e.setStatus("geleverd", 2)
+	wantIDs(t, "then 3; 4 waits for it", e.round(), 3)
+	e.setStatus("geleverd", 3)
 	wantIDs(t, "4", e.round(), 4)
 }
 

@@ -30,6 +30,9 @@ type metrics struct {
 	leadMargin   prometheus.Gauge
 	horizonWait  prometheus.Gauge
 	horizonTx    prometheus.Gauge
+	writerTx     prometheus.Gauge
+	writerKeys   prometheus.Gauge
+	writerAge    prometheus.Gauge
 	waitBound    prometheus.Gauge
 }
 
@@ -73,13 +76,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "How far the leader's horizon lay behind the database clock in its last round: the lead margin and the age of the oldest open transaction that holds the horizon (a registration may still commit before it). Handelingen registered after the horizon wait for it; at most brp_levering_horizon_wait_bound_seconds. 0 on followers."}),
 		horizonTx: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_transaction_age_seconds",
 			Help: "Age of the oldest open transaction that held the leader's horizon in its last round (0: none); the status page names it."}),
+		writerTx: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_transactions",
+			Help: "Open bijhouding transactions that linked handelingen to persons, in the leader's last round (migration 0018): their persons' work waits until they end. 0 on followers."}),
+		writerKeys: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_persons",
+			Help: "Persons whose work waits for an open bijhouding transaction linking handelingen to them (brp_levering_open_writer_transactions), in the leader's last round; a bulk writer's persons are not counted (it holds the whole horizon)."}),
+		writerAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_oldest_seconds",
+			Help: "Age of the oldest open bijhouding transaction that linked handelingen to persons, in the leader's last round (0: none). Minutes: see docs/operations.md, \"A bijhouding transaction open for minutes\"."}),
 		waitBound: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_wait_bound_seconds",
 			Help: "The most the horizon waits by its settings: MAXWAIT for an open transaction plus MAXLEAD for bijhouding's tsreg lead."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
 			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.held, m.heldPersons, m.latePersons, m.tsregFout, m.leadMargin,
-			m.horizonWait, m.horizonTx, m.waitBound)
+			m.horizonWait, m.horizonTx, m.writerTx, m.writerKeys, m.writerAge, m.waitBound)
 	}
 	for _, d := range []string{"database", "broker"} {
 		m.reconnects.WithLabelValues(d) // 0 before the first outage, so queries find it

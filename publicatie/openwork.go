@@ -70,6 +70,9 @@ func (w *openWork) drop() {
 		w.m.setView(nil)
 		w.m.horizonWait.Set(0)
 		w.m.horizonTx.Set(0)
+		w.m.writerTx.Set(0)
+		w.m.writerKeys.Set(0)
+		w.m.writerAge.Set(0)
 	}
 }
 

@@ -173,6 +173,9 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	r.st = st
 	p.m.horizonWait.Set(st.wait.seconds)
 	p.m.horizonTx.Set(st.wait.holder)
+	p.m.writerTx.Set(float64(st.writers.transactions))
+	p.m.writerKeys.Set(float64(len(st.writers.keys)))
+	p.m.writerAge.Set(st.writers.oldest)
 	if r.inLevering, err = p.sql.countInLevering(ctx, r.q); err != nil {
 		return r, dbErr(err)
 	}
@@ -197,13 +200,14 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 }
 
 // choose decides what the round publishes from the view v: the oldest ready handelingen none of
-// whose persons is blocked (in levering, or recorded since the intake), in groups, up to the
-// budget.
+// whose persons is blocked (in levering, recorded since the intake, or linked by an open
+// transaction: openWriters), in groups, up to the budget.
 func (p *Publisher) choose(ctx context.Context, r *round, v *view) error {
 	blocked, err := p.sql.readBlocked(ctx, r.q, p.cfg.FoutPolicy == handeling.Strict)
 	if err != nil {
 		return dbErr(err)
 	}
+	v.writers = r.st.writers
 	r.candidates = v.readyCandidates(window(r.budget), blocked)
 	heads := Select(r.candidates, blocked, r.budget)
 	r.groups = v.groups(heads, blocked, r.budget, p.cfg.GroupSize, p.cfg.GroupBytes)

@@ -21,7 +21,8 @@ import (
 // (the view publicatie_horizon, migration 0015), or now when none does, minus the lead by which
 // bijhouding's tsreg may lie before its transaction's start. A transaction that commits between
 // this read and the intake is either seen open here or visible there. It also returns the
-// margin's row, for the round to learn from, and what the horizon waits for (horizonWait).
+// margin's row, for the round to learn from, what the horizon waits for (horizonWait), and
+// the persons open transactions are linking handelingen to (openWriters, migration 0018).
 //
 // A transaction holds the horizon for LateWriterGrace whatever it does, and longer only while
 // it has registered a handeling (it holds admhnd in row exclusive mode) and is younger than
@@ -40,10 +41,14 @@ import (
 func (s *statements) readHorizon(ctx context.Context, q querier) (h time.Time, st roundState, err error) {
 	var margin, bound, held, maxWait, sampleRate, sampleLeft float64
 	var holder sql.NullFloat64
+	var writing pq.Int64Array
+	var writers int
+	var oldestWriter float64
 	if err := q.QueryRowContext(ctx, s.horizonSQL).Scan(&h, &margin, &bound, &held, &maxWait, &st.lead.loweringUndated, &sampleRate, &sampleLeft,
-		&st.sleeping, &st.older, &st.wait.seconds, &holder); err != nil {
+		&st.sleeping, &st.older, &st.wait.seconds, &holder, &writing, &writers, &oldestWriter); err != nil {
 		return h, st, fmt.Errorf("read horizon: %w", err)
 	}
+	st.writers = newOpenWriters(writing, writers, oldestWriter)
 	st.lead.margin, st.lead.bound, st.lead.held, st.lead.maxWait = seconds(margin), seconds(bound), seconds(held), seconds(maxWait)
 	st.lead.sampleRate, st.lead.sampleLeft = sampleRate, seconds(sampleLeft)
 	st.wait.holder = holder.Float64
@@ -59,6 +64,7 @@ type roundState struct {
 	sleeping bool
 	older    bool
 	wait     horizonWait
+	writers  openWriters
 }
 
 // horizonWait is how far the horizon lies behind the database clock (seconds: the margin and

@@ -56,6 +56,10 @@ type view struct {
 	generation  uint32 // grows with every rewind: heldPerson.parked says parked in this one
 	heldN       int    // parked handelingen held behind fout
 	heldPersons int    // the persons of those
+
+	// writers are the persons open transactions are linking handelingen to, as the round
+	// read them with its horizon (openWriters): their handelingen are not chosen this round.
+	writers openWriters
 }
 
 // parkedPerson is a person whose handelingen from place on are parked.
@@ -413,8 +417,8 @@ func (v *view) drop(id int64, drained bool) {
 	}
 }
 
-// readyCandidates returns up to n ready handelingen none of whose persons is in blocked,
-// oldest first. It walks past the blocked ones (persons in levering, or recorded since the
+// readyCandidates returns up to n ready handelingen none of whose persons is in blocked or
+// linked by an open transaction (v.writers), oldest first. It walks past the blocked ones (persons in levering, or recorded since the
 // intake): at most as many as the persons of those, whom the service's own bounds
 // (MaxInLevering) limit. Handelingen held behind fout are never ready: they are parked.
 func (v *view) readyCandidates(n int, blocked map[int64]struct{}) []Candidate {
@@ -424,7 +428,7 @@ func (v *view) readyCandidates(n int, blocked map[int64]struct{}) []Candidate {
 			return false
 		}
 		for _, p := range e.personen {
-			if _, ok := blocked[p]; ok {
+			if _, ok := blocked[p]; ok || v.writers.writing(p) {
 				return true
 			}
 		}
