@@ -75,6 +75,14 @@ type Config struct {
 	// at most MaxWait plus the lead margin (at most MaxLead). At least LateWriterGrace. Default
 	// DefaultMaxWait.
 	MaxWait time.Duration
+	// PersonlessGrace is how long after its tsreg (against the database clock, less the
+	// lead margin: the horizon) a handeling without persons stays out of publication, for
+	// persons a later transaction may still link to it (a bijhouding that writes the kern
+	// layout's his rows in a second transaction). Once it is older it is published, and its
+	// consumer sets it fout (handeling.FoutGeenPersonen); persons that arrive within it make
+	// it an ordinary handeling. A handeling without persons holds nobody back, so only its
+	// own fout waits. Default DefaultPersonlessGrace.
+	PersonlessGrace time.Duration
 	// Layout says which tables hold the handelingen (BRP_DATABASE_LAYOUT). Default
 	// handeling.Contract.
 	Layout handeling.Layout
@@ -126,6 +134,10 @@ const DefaultRedeliveryTimeout = time.Minute
 // DefaultMaxWait is Config.MaxWait's default: far longer than an ordinary registration's
 // transaction (milliseconds), short enough that a long one holds delivery back for two seconds.
 const DefaultMaxWait = 2 * time.Second
+
+// DefaultPersonlessGrace is Config.PersonlessGrace's default: persons committed a few seconds
+// after their handeling (seen: up to 2 s in the kern layout) are well inside it.
+const DefaultPersonlessGrace = 30 * time.Second
 
 // DefaultViewSize is Config.ViewSize's default: about what DefaultViewBytes holds of
 // handelingen of one or two persons.
@@ -201,6 +213,9 @@ func (c *Config) setDefaults() {
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultMaxWait
 	}
+	if c.PersonlessGrace == 0 {
+		c.PersonlessGrace = DefaultPersonlessGrace
+	}
 	if c.Excluded == nil {
 		c.Excluded = c.Layout.DefaultExcluded()
 	}
@@ -256,6 +271,7 @@ func (c Config) validate() error {
 		count("GroupBytes", c.GroupBytes, 64<<20),
 		duration("MaxLead", c.MaxLead, 0, time.Minute),
 		duration("MaxWait", c.MaxWait, LateWriterGrace, time.Minute),
+		duration("PersonlessGrace", c.PersonlessGrace, 0, time.Hour),
 		duration("RedeliveryTimeout", c.RedeliveryTimeout, 0, 24*time.Hour),
 		duration("LeaseTimeout", c.LeaseTimeout, MinLeaseTimeout, time.Hour),
 	} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 )
 
@@ -282,4 +283,53 @@ func wantLatePersons(t *testing.T, e *roundEnv, want float64) {
 	if n := testutil.ToFloat64(e.pub.m.latePersons); n != want {
 		t.Fatalf("late persons counted %v, want %v", n, want)
 	}
+}
+
+// A handeling without persons waits PersonlessGrace after its tsreg: persons that a later
+// transaction links to it within it make it ordinary; one still without persons is published
+// after it (and its consumer sets it fout). It holds nobody back meanwhile, and one registered
+// long ago goes at once.
+func TestPersonlessHandelingWaitsForItsPersons(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{PersonlessGrace: 3 * time.Second})
+	e.insert(h(4, 1))
+	e.db.MustExec(`insert into admhnd (id, soort, tsreg) values (1, 'VERHUIZING', now()), (2, 'VERHUIZING', now()), (3, 'VERHUIZING', now());
+		insert into admhnd_persoon values (3, 10)`)
+	time.Sleep(LateWriterGrace)
+	wantIDs(t, "the persons of 1 and 2 may still come; 4 is old", e.round(), 4, 3)
+	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 20)`)
+	wantIDs(t, "1's persons came", e.round(), 1)
+	wantIDs(t, "2 within its grace", e.round())
+	time.Sleep(3 * time.Second)
+	wantIDs(t, "2 past its grace", e.round(), 2)
+}
+
+// A fout whose cause is gone heals: handeling 1 was set fout for having no persons, its
+// persons came since, and nothing of theirs was delivered after it, so the leader retries it
+// (with an audit row) and delivers it before person 10's newer 2. Handeling 4's person 20 had
+// 3 delivered after it: it stays fout for an operator, as an overtaken one would.
+func TestFoutWithoutPersonsHealsWhenTheyCome(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	e.insert(h(1, 1), h(2, 5, 10), h(3, 6, 20), h(4, 2))
+	e.db.MustExec(`update admhnd set statuslev = 'fout', foutreden = $1 where id in (1, 4)`, handeling.FoutGeenPersonen)
+	e.setStatus("geleverd", 3)
+	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 10), (4, 20)`)
+	wantIDs(t, "2 waits behind 1's fout (strict)", e.round())
+	var healed []int64
+	if err := e.db.Select(&healed, `select admhnd_id from admhnd_beheer where actie = 'retry' and door = $1 order by 1`, HealedBy); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(healed, []int64{1}) {
+		t.Fatalf("retried by the service: %v, want [1]", healed)
+	}
+	if s := brptest.Status(t, e.db, 4); s != "fout" {
+		t.Fatalf("handeling 4 is %q, want it left fout", s)
+	}
+	if n := testutil.ToFloat64(e.pub.m.healed); n != 1 {
+		t.Fatalf("healed counted %v, want 1", n)
+	}
+	wantIDs(t, "1 first", e.round(), 1)
+	e.setStatus("geleverd", 1)
+	wantIDs(t, "then 2", e.round(), 2)
 }

@@ -26,6 +26,7 @@ type metrics struct {
 	held         prometheus.Gauge
 	heldPersons  prometheus.Gauge
 	latePersons  prometheus.Counter
+	healed       prometheus.Counter
 	tsregFout    prometheus.Counter
 	leadMargin   prometheus.Gauge
 	horizonWait  prometheus.Gauge
@@ -70,6 +71,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Handelingen set fout at intake because their tsreg lies outside the accepted range (handeling.TsregFrom, TsregUntil)."}),
 		latePersons: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_late_persons_total",
 			Help: "Handelingen bijhouding added persons to after they were delivered: afnemers received them without those persons."}),
+		healed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_healed_total",
+			Help: "Fout handelingen the leader retried itself: set fout because they had no persons when delivered, whose persons came since, with nothing of their persons delivered after them (the audit trail names publicatie)."}),
 		leadMargin: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "publicatie_tsreg_lead_margin_seconds",
 			Help: "How far the leader holds its horizon back for bijhouding's tsreg lying before its transaction's start (learned, at most MAXLEAD); 0 on followers until they lead."}),
 		horizonWait: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_wait_seconds",
@@ -87,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.published, m.republished, m.rounds, m.roundTime, m.leader, m.yields, m.reconnects,
-			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.held, m.heldPersons, m.latePersons, m.tsregFout, m.leadMargin,
+			m.taken, m.viewSize, m.viewBytes, m.viewParked, m.viewRebuilds, m.held, m.heldPersons, m.latePersons, m.healed, m.tsregFout, m.leadMargin,
 			m.horizonWait, m.horizonTx, m.writerTx, m.writerKeys, m.writerAge, m.waitBound)
 	}
 	for _, d := range []string{"database", "broker"} {

@@ -71,6 +71,8 @@ type Publisher struct {
 	heldWritten [2]int
 	heldEpoch   int64
 	heldAt      time.Time
+	// healedAt is when the leader last looked for fouts that heal (heal).
+	healedAt time.Time
 }
 
 // New validates cfg and returns a Publisher; call Run to start it.

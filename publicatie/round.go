@@ -39,8 +39,9 @@ type round struct {
 	msgs                []broker.Message
 	sent                []int64
 
-	st    roundState // as read with the horizon
-	sleep bool       // the publisher may wait for a notification after this round (sleeping)
+	horizon time.Time  // registered before it: in the view (readHorizon)
+	st      roundState // as read with the horizon
+	sleep   bool       // the publisher may wait for a notification after this round (sleeping)
 }
 
 // round runs one round under epoch (0: standalone) and returns how many handelingen it
@@ -65,6 +66,9 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		return 0, false, false, err
 	}
 	if err := p.reportHeld(ctx, r); err != nil {
+		return 0, false, false, err
+	}
+	if err := p.heal(ctx, r); err != nil {
 		return 0, false, false, err
 	}
 	if len(r.keep) == 0 && len(r.stale) == 0 {
@@ -143,6 +147,51 @@ func (p *Publisher) reportHeld(ctx context.Context, r *round) error {
 	return nil
 }
 
+// healEvery is how often at most the leader looks for fouts that heal.
+const healEvery = 5 * time.Second
+
+// HealedBy is who the audit trail names for a retry the service made itself (heal).
+const HealedBy = "publicatie"
+
+// heal retries, in the round's transaction (behind the fence, as every change the leader
+// makes), the fout handelingen whose cause is gone (heal.sql): set fout because they had no
+// persons when delivered, whose persons have come since, with nothing of their persons
+// delivered after them. An overtaken one (handeling.FoutOvertaken) stays for an operator: it
+// can no longer be delivered in order. Released ones stay too: an operator acted on them.
+func (p *Publisher) heal(ctx context.Context, r *round) error {
+	if time.Since(p.healedAt) < healEvery {
+		return nil
+	}
+	p.healedAt = time.Now()
+	var ids []int64
+	rows, err := r.q.QueryContext(ctx, p.sql.healSQL, handeling.FoutGeenPersonen, HealedBy, healNote)
+	if err != nil {
+		return dbErr(fmt.Errorf("heal fout: %w", err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return dbErr(fmt.Errorf("heal fout: %w", err))
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return dbErr(fmt.Errorf("heal fout: %w", err))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	p.work.dirty = true
+	p.m.healed.Add(float64(len(ids)))
+	p.log.Info("fout handelingen retried: their persons came, and nothing of theirs was delivered after them",
+		slog.Any("admhnd_ids", ids), slog.String("foutreden", handeling.FoutGeenPersonen))
+	return nil
+}
+
+// healNote is the audit trail's note on a retry heal made.
+const healNote = "retried by the service: its persons came after its delivery, and nothing of theirs was delivered after it"
+
 // plan begins the round's transaction behind the fence and decides what it publishes.
 func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	r := &round{epoch: epoch, start: time.Now()}
@@ -170,7 +219,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	if err != nil {
 		return r, dbErr(err)
 	}
-	r.st = st
+	r.horizon, r.st = horizon, st
 	p.m.horizonWait.Set(st.wait.seconds)
 	p.m.horizonTx.Set(st.wait.holder)
 	p.m.writerTx.Set(float64(st.writers.transactions))
@@ -208,6 +257,7 @@ func (p *Publisher) choose(ctx context.Context, r *round, v *view) error {
 		return dbErr(err)
 	}
 	v.writers = r.st.writers
+	v.personlessBefore = r.horizon.Add(-p.cfg.PersonlessGrace)
 	r.candidates = v.readyCandidates(window(r.budget), blocked)
 	heads := Select(r.candidates, blocked, r.budget)
 	r.groups = v.groups(heads, blocked, r.budget, p.cfg.GroupSize, p.cfg.GroupBytes)

@@ -47,6 +47,7 @@ type statements struct {
 	setBackSQL          string
 	refuseOddTsregSQL   string
 	futureSQL           string
+	healSQL             string
 }
 
 func loadStatements(l handeling.Layout) *statements {
@@ -77,6 +78,7 @@ func loadStatements(l handeling.Layout) *statements {
 		setBackSQL:          get("set_back.sql"),
 		refuseOddTsregSQL:   get("refuse_odd_tsreg.sql"),
 		futureSQL:           get("future.sql"),
+		healSQL:             get("heal.sql"),
 	}
 }
 

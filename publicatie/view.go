@@ -60,6 +60,9 @@ type view struct {
 	// writers are the persons open transactions are linking handelingen to, as the round
 	// read them with its horizon (openWriters): their handelingen are not chosen this round.
 	writers openWriters
+	// personlessBefore: a handeling without persons registered (tsreg) after it is not
+	// chosen yet, its persons may still come (Config.PersonlessGrace).
+	personlessBefore time.Time
 }
 
 // parkedPerson is a person whose handelingen from place on are parked.
@@ -418,7 +421,8 @@ func (v *view) drop(id int64, drained bool) {
 }
 
 // readyCandidates returns up to n ready handelingen none of whose persons is in blocked or
-// linked by an open transaction (v.writers), oldest first. It walks past the blocked ones (persons in levering, or recorded since the
+// linked by an open transaction (v.writers), oldest first; a handeling without persons only
+// once its grace has passed (v.personlessBefore). It walks past the blocked ones (persons in levering, or recorded since the
 // intake): at most as many as the persons of those, whom the service's own bounds
 // (MaxInLevering) limit. Handelingen held behind fout are never ready: they are parked.
 func (v *view) readyCandidates(n int, blocked map[int64]struct{}) []Candidate {
@@ -431,6 +435,9 @@ func (v *view) readyCandidates(n int, blocked map[int64]struct{}) []Candidate {
 			if _, ok := blocked[p]; ok || v.writers.writing(p) {
 				return true
 			}
+		}
+		if len(e.personen) == 0 && !e.tsreg.Before(v.personlessBefore) {
+			return true
 		}
 		out = append(out, Candidate{ID: e.id, Personen: e.personen})
 		return true

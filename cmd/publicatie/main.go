@@ -65,6 +65,7 @@ func vars(pub *publicatie.Config) []setup.Var {
 		{Name: prefix + "REDELIVERYTIMEOUT", Value: (*setup.Seconds)(&pub.RedeliveryTimeout)},
 		{Name: prefix + "MAXLEAD", Value: (*setup.Millis)(&pub.MaxLead)},
 		{Name: prefix + "MAXWAIT", Value: (*setup.Millis)(&pub.MaxWait)},
+		{Name: prefix + "PERSONLESSGRACE", Value: (*setup.Seconds)(&pub.PersonlessGrace)},
 		{Name: prefix + "WAKEUP", Value: (*setup.Not)(&pub.FixedDelay)},
 	}...)
 }
