@@ -163,6 +163,19 @@ type Horizon struct {
 	MaxWaitSeconds float64 `json:"max_wait_seconds"`
 	// Holder is the oldest open transaction that holds it; nil when none does.
 	Holder *HorizonTransaction `json:"holder"`
+	// OpenWriters are the open transactions that linked handelingen to persons: those
+	// persons' work waits until they end (docs/design.md, "Open writers").
+	OpenWriters OpenWriters `json:"open_writers"`
+}
+
+// OpenWriters counts the open bijhouding transactions that linked handelingen to persons.
+type OpenWriters struct {
+	Transactions int `json:"transactions"`
+	// Persons is how many persons' work waits for them (a bulk writer's are not counted: it
+	// holds the whole horizon).
+	Persons int `json:"persons"`
+	// OldestSeconds is the age of the oldest of them; 0 when there is none.
+	OldestSeconds float64 `json:"oldest_seconds"`
 }
 
 // HorizonTransaction is an open transaction of the database as pg_stat_activity shows it.
@@ -174,6 +187,8 @@ type HorizonTransaction struct {
 	AgeSeconds      float64 `json:"age_seconds"`
 	// Registers says it has registered a handeling (it holds admhnd in row exclusive mode).
 	Registers bool `json:"registers"`
+	// Bulk says it linked more than 16 persons: it holds the horizon until it ends.
+	Bulk bool `json:"bulk"`
 }
 
 // readHorizon reads the Horizon.
@@ -183,8 +198,10 @@ func readHorizon(ctx context.Context, q sqlx.QueryerContext, st *statements) (Ho
 	var app, state, wait sql.NullString
 	var age sql.NullFloat64
 	var registers sql.NullBool
+	var bulk bool
 	err := q.QueryRowxContext(ctx, st.horizonSQL).Scan(&hz.MarginSeconds, &hz.MaxLeadSeconds, &hz.MaxWaitSeconds,
-		&pid, &app, &state, &wait, &age, &registers)
+		&pid, &app, &state, &wait, &age, &registers, &bulk,
+		&hz.OpenWriters.Transactions, &hz.OpenWriters.Persons, &hz.OpenWriters.OldestSeconds)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return hz, nil
@@ -194,7 +211,7 @@ func readHorizon(ctx context.Context, q sqlx.QueryerContext, st *statements) (Ho
 	hz.WaitSeconds = hz.MarginSeconds
 	if pid.Valid {
 		hz.Holder = &HorizonTransaction{PID: int(pid.Int64), ApplicationName: app.String, State: state.String,
-			WaitEvent: wait.String, AgeSeconds: age.Float64, Registers: registers.Bool}
+			WaitEvent: wait.String, AgeSeconds: age.Float64, Registers: registers.Bool, Bulk: bulk}
 		hz.WaitSeconds += age.Float64
 	}
 	return hz, nil

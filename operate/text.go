@@ -272,7 +272,10 @@ func writeHorizon(w io.Writer, hz Horizon) {
 	fmt.Fprintf(w, "horizon             waits %s: lead margin %s (at most %s)", FormatAge(hz.WaitSeconds), FormatAge(hz.MarginSeconds), FormatAge(hz.MaxLeadSeconds))
 	if t := hz.Holder; t != nil {
 		registers := "registered nothing yet: holds it for 1s at most"
-		if t.Registers {
+		switch {
+		case t.Bulk:
+			registers = "a bulk writer (linked more than 16 persons): holds it until it ends"
+		case t.Registers:
 			registers = fmt.Sprintf("registered handelingen: holds it for %s at most", FormatAge(hz.MaxWaitSeconds))
 		}
 		fmt.Fprintf(w, ", open transaction pid %d %q, %s for %s, %s", t.PID, clean(t.ApplicationName), clean(t.State), FormatAge(t.AgeSeconds), registers)
@@ -280,4 +283,8 @@ func writeHorizon(w io.Writer, hz Horizon) {
 		fmt.Fprint(w, ", no open transaction holds it")
 	}
 	fmt.Fprintln(w)
+	if ow := hz.OpenWriters; ow.Transactions > 0 {
+		fmt.Fprintf(w, "open writers        %d transactions linked handelingen to persons, %d persons' work waits for them, the oldest open %s\n",
+			ow.Transactions, ow.Persons, FormatAge(ow.OldestSeconds))
+	}
 }
