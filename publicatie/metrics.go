@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		writerKeys: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_persons",
 			Help: "Persons whose work waits for an open bijhouding transaction linking handelingen to them (brp_levering_open_writer_transactions), in the leader's last round; a bulk writer's persons are not counted (it holds the whole horizon)."}),
 		writerAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_oldest_seconds",
-			Help: "Age of the oldest open bijhouding transaction that linked handelingen to persons, in the leader's last round (0: none). Minutes: see docs/operations.md, \"A bijhouding transaction open for minutes\"."}),
+			Help: "Age of the oldest open bijhouding transaction that linked handelingen to persons, in the leader's last round (0: none). Minutes: see docs/operations.md, BrpLeveringOpenWriterOld."}),
 		waitBound: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_wait_bound_seconds",
 			Help: "The most the horizon waits by its settings: MAXWAIT for an open transaction plus MAXLEAD for bijhouding's tsreg lead."}),
 	}
