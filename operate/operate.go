@@ -171,7 +171,7 @@ type Horizon struct {
 // OpenWriters counts the open bijhouding transactions that linked handelingen to persons.
 type OpenWriters struct {
 	Transactions int `json:"transactions"`
-	// Persons is how many persons' work waits for them (a bulk writer's are not counted: it
+	// Persons is how many persons' work waits for them (of a bulk writer only its first 17: it
 	// holds the whole horizon).
 	Persons int `json:"persons"`
 	// OldestSeconds is the age of the oldest of them; 0 when there is none.

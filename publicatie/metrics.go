@@ -82,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		writerTx: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_transactions",
 			Help: "Open bijhouding transactions that linked handelingen to persons, in the leader's last round (migration 0018): their persons' work waits until they end. 0 on followers."}),
 		writerKeys: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_persons",
-			Help: "Persons whose work waits for an open bijhouding transaction linking handelingen to them (brp_levering_open_writer_transactions), in the leader's last round; a bulk writer's persons are not counted (it holds the whole horizon)."}),
+			Help: "Persons whose work waits for an open bijhouding transaction linking handelingen to them (brp_levering_open_writer_transactions), in the leader's last round; of a bulk writer only the first 17 (it holds the whole horizon)."}),
 		writerAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "open_writer_oldest_seconds",
 			Help: "Age of the oldest open bijhouding transaction that linked handelingen to persons, in the leader's last round (0: none). Minutes: see docs/operations.md, BrpLeveringOpenWriterOld."}),
 		waitBound: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: handeling.MetricsNamespace, Name: "horizon_wait_bound_seconds",

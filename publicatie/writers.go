@@ -7,11 +7,13 @@ package publicatie
 // instead of ending fout. The horizon still waits for it at most Config.MaxWait; this waits
 // for as long as it stays open, but only for its own persons.
 
-// MaxWriterLocks is how many person locks a transaction takes at most (migration 0018 and
-// kern 0005 write the number in); one that links more persons takes the bulk writer's lock
-// instead, which holds the whole horizon until it ends. PostgreSQL's shared lock table holds
-// max_locks_per_transaction x max_connections locks for the whole cluster (6,400 by default):
-// at 17 a transaction, a hundred sessions registering at once use a quarter of it.
+// MaxWriterLocks is how many links a transaction takes person locks for before it becomes a
+// bulk writer (migration 0018 and kern 0005 write the number in): the statement that passes
+// it locks at most one row more and then the bulk writer's lock, which holds the whole horizon
+// until the transaction ends; after that it takes none. So a transaction holds at most 18 of
+// these locks. PostgreSQL's shared lock table holds max_locks_per_transaction x
+// max_connections locks for the whole cluster (6,400 by default): a hundred sessions
+// registering at once use under a third of it.
 const MaxWriterLocks = 16
 
 // writerKeyModulus maps a person to its lock key: persoon_id % 2147483647, an int4 for every

@@ -3,7 +3,9 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +25,7 @@ import (
 //
 //   - a slow writer: a transaction registers a handeling, another commits newer handelingen of
 //     five persons, then the first links those persons and stays open 6 s (three times
-//     MAXWAIT) before it commits;
+//     MAXWAIT; BRP_SLOW_WRITER_SECONDS) before it commits;
 //   - a bulk writer: one transaction registers 100,000 person links (1,000 handelingen; in the
 //     kern layout 5,000 links, the test's compatibility layer writing each his row with a
 //     trigger) with PostgreSQL's default lock settings, and stays open 3 s;
@@ -90,7 +92,7 @@ func TestSlowWritersEndNothingInFout(t *testing.T) {
 	}
 	link(t, writer, slow.ID, 1, 2, 3, 4, 5)
 	slow.Personen = []int64{1, 2, 3, 4, 5}
-	time.Sleep(6 * time.Second)
+	time.Sleep(slowWriterOpen())
 	slowCommit := time.Now()
 	if err := writer.Commit(); err != nil {
 		t.Fatal(err)
@@ -159,6 +161,22 @@ func TestSlowWritersEndNothingInFout(t *testing.T) {
 	}
 	t.Logf("other persons' handelingen registered in the slow writer's first 3 s: %d, %d delivered before it committed; delay p50 %.2f s, max %.2f s",
 		len(ids), before, delays[len(delays)/2], slices.Max(delays))
+	var after float64
+	if err := w.db.Get(&after, `select extract(epoch from max(tslev) - $2::timestamptz) from admhnd a
+		where id = $1 or exists (select from admhnd_persoon p where p.admhnd_id = a.id and p.persoon_id between 1 and 5)`,
+		slow.ID, slowCommit); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the slow writer open %v: its handeling and its persons' newer ones all delivered %.2f s after its commit", slowWriterOpen(), after)
+}
+
+// slowWriterOpen is how long TestSlowWritersEndNothingInFout's slow writer stays open:
+// BRP_SLOW_WRITER_SECONDS, default 6 (three times MAXWAIT).
+func slowWriterOpen() time.Duration {
+	if s, err := strconv.Atoi(os.Getenv("BRP_SLOW_WRITER_SECONDS")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 6 * time.Second
 }
 
 // link links persons to handeling id in q (the contract's admhnd_persoon; the kern layout's

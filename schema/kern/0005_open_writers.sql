@@ -2,23 +2,24 @@
 -- migration 0018, on kern.his_persafgeleidadministrati (pers). Its comment says why and how.
 
 create or replace function brp_levering.publicatie_persons_open() returns trigger
-    language plpgsql set search_path = pg_catalog, pg_temp as $$
+    language plpgsql as $$
 declare
-    taken integer := coalesce(nullif(current_setting('brp_levering.persons_open', true), ''), '0')::integer;
+    taken integer := coalesce(nullif(pg_catalog.current_setting('brp_levering.persons_open', true), ''), '0')::integer;
     n integer;
 begin
     if taken > 16 then
         return null; -- the bulk lock is held already
     end if;
-    select count(*) into n from (select distinct pers from nieuw limit 17 - taken) p;
-    if taken + n <= 16 then
-        perform pg_advisory_xact_lock_shared(7345003, (p.pers % 2147483647)::integer)
-        from (select distinct pers from nieuw) p;
-        perform set_config('brp_levering.persons_open', (taken + n)::text, true);
-    else
-        perform pg_advisory_xact_lock_shared(7345004, 0);
-        perform set_config('brp_levering.persons_open', '17', true);
+    -- One lock per row (a person linked twice is locked twice, which costs nothing more), at
+    -- most 17 - taken of them; more rows than that make it a bulk writer.
+    perform pg_catalog.pg_advisory_xact_lock_shared(7345003, (r.pers % 2147483647)::integer)
+    from (select pers from nieuw limit 17 - taken) r;
+    get diagnostics n = row_count;
+    if taken + n > 16 then
+        perform pg_catalog.pg_advisory_xact_lock_shared(7345004, 0);
+        n := 17 - taken;
     end if;
+    perform pg_catalog.set_config('brp_levering.persons_open', (taken + n)::text, true);
     return null;
 end $$;
 revoke execute on function brp_levering.publicatie_persons_open() from public;

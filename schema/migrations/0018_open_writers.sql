@@ -12,8 +12,9 @@
 --   committed: a transaction whose lock it no longer sees has committed, and its rows are in
 --   the intake's snapshot. Two persons with one key hold each other back: nothing worse.
 -- * PostgreSQL's shared lock table is small (max_locks_per_transaction x max_connections,
---   6,400 by default for the whole cluster), so a transaction takes at most 16 such locks
---   (publicatie.MaxWriterLocks). One that links more persons takes one lock instead,
+--   6,400 by default for the whole cluster), so a transaction takes person locks for 16 links
+--   (publicatie.MaxWriterLocks; the statement that passes 16 locks one more). One that links
+--   more persons then takes one lock more and no others,
 --   pg_advisory_xact_lock_shared(7345004, 0), "a bulk writer is open": it holds the horizon
 --   for as long as it stays open, whatever max_wait says (publicatie_horizon.holds), as every
 --   registering transaction did before max_wait. A load of 100,000 persons in one transaction
@@ -24,26 +25,30 @@
 --   service's (docs/operations.md, "Roles and rights").
 --
 -- The function runs with its caller's rights (it takes locks and reads the statement's own
--- rows, which any writer may), with a fixed search_path; nobody calls it but the trigger.
+-- rows, which any writer may) and names everything of pg_catalog qualified, so a caller's
+-- search_path changes nothing in it; without a SET clause it costs a registration less (a
+-- function with one saves and restores the settings at every call). Nobody calls it but the
+-- trigger. A statement's links count once per row: a person linked twice costs two of the 16.
 
 create or replace function publicatie_persons_open() returns trigger
-    language plpgsql set search_path = pg_catalog, pg_temp as $$
+    language plpgsql as $$
 declare
-    taken integer := coalesce(nullif(current_setting('brp_levering.persons_open', true), ''), '0')::integer;
+    taken integer := coalesce(nullif(pg_catalog.current_setting('brp_levering.persons_open', true), ''), '0')::integer;
     n integer;
 begin
     if taken > 16 then
         return null; -- the bulk lock is held already
     end if;
-    select count(*) into n from (select distinct persoon_id from nieuw limit 17 - taken) p;
-    if taken + n <= 16 then
-        perform pg_advisory_xact_lock_shared(7345003, (p.persoon_id % 2147483647)::integer)
-        from (select distinct persoon_id from nieuw) p;
-        perform set_config('brp_levering.persons_open', (taken + n)::text, true);
-    else
-        perform pg_advisory_xact_lock_shared(7345004, 0);
-        perform set_config('brp_levering.persons_open', '17', true);
+    -- One lock per row (a person linked twice is locked twice, which costs nothing more), at
+    -- most 17 - taken of them; more rows than that make it a bulk writer.
+    perform pg_catalog.pg_advisory_xact_lock_shared(7345003, (r.persoon_id % 2147483647)::integer)
+    from (select persoon_id from nieuw limit 17 - taken) r;
+    get diagnostics n = row_count;
+    if taken + n > 16 then
+        perform pg_catalog.pg_advisory_xact_lock_shared(7345004, 0);
+        n := 17 - taken;
     end if;
+    perform pg_catalog.set_config('brp_levering.persons_open', (taken + n)::text, true);
     return null;
 end $$;
 revoke execute on function publicatie_persons_open() from public;
