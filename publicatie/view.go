@@ -422,9 +422,11 @@ func (v *view) drop(id int64, drained bool) {
 
 // readyCandidates returns up to n ready handelingen none of whose persons is in blocked or
 // linked by an open transaction (v.writers), oldest first; a handeling without persons only
-// once its grace has passed (v.personlessBefore). It walks past the blocked ones (persons in levering, or recorded since the
-// intake): at most as many as the persons of those, whom the service's own bounds
-// (MaxInLevering) limit. Handelingen held behind fout are never ready: they are parked.
+// once its grace has passed (v.personlessBefore). It walks past the blocked ones (persons in
+// levering, recorded since the intake, or being written): at most as many as the persons of
+// those, whom the service's own bounds (MaxInLevering, MaxWriterLocks) limit, and the
+// handelingen without persons in their grace. Handelingen held behind fout are never ready:
+// they are parked.
 func (v *view) readyCandidates(n int, blocked map[int64]struct{}) []Candidate {
 	var out []Candidate
 	v.ready.Ascend(func(e *entry) bool {

@@ -28,7 +28,8 @@ import (
 //     MAXWAIT; BRP_SLOW_WRITER_SECONDS) before it commits;
 //   - a bulk writer: one transaction registers 100,000 person links (1,000 handelingen; in the
 //     kern layout 5,000 links, the test's compatibility layer writing each his row with a
-//     trigger) with PostgreSQL's default lock settings, and stays open 3 s;
+//     trigger) with PostgreSQL's default lock settings, each handeling also of one of the
+//     load's persons, and stays open 3 s;
 //   - persons that come later: a handeling registered without persons, its persons linked 2 s
 //     later by another transaction (newer handelingen of them after that).
 //
@@ -112,7 +113,9 @@ func TestSlowWritersEndNothingInFout(t *testing.T) {
 		select g, 'VERHUIZING', $2::timestamptz + (g - $1) * interval '1 microsecond' from generate_series($1::bigint, $1::bigint + $3 - 1) g`,
 		first, bulkAt, handelingen)
 	bulk.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id)
-		select g, 100000 + (g - $1) * $3 + k from generate_series($1::bigint, $1::bigint + $2 - 1) g, generate_series(0, $3 - 1) k`,
+		select g, 100000 + (g - $1) * $3 + k from generate_series($1::bigint, $1::bigint + $2 - 1) g, generate_series(0, $3 - 1) k
+		union all
+		select g, 5000 + (g - $1) % 500 from generate_series($1::bigint, $1::bigint + $2 - 1) g`,
 		first, handelingen, persons)
 	time.Sleep(3 * time.Second)
 	if err := bulk.Commit(); err != nil {
@@ -120,6 +123,7 @@ func TestSlowWritersEndNothingInFout(t *testing.T) {
 	}
 	for i := range int64(handelingen) {
 		h := load.Handeling{ID: first + i, Soort: "VERHUIZING", Tsreg: bulkAt.Add(time.Duration(i) * time.Microsecond)}
+		h.Personen = []int64{5000 + i%500}
 		for k := range int64(persons) {
 			h.Personen = append(h.Personen, 100000+i*int64(persons)+k)
 		}

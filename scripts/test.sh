@@ -44,9 +44,10 @@ BRP_TEST_STATUSLEV=enum go test -count=1 -timeout 20m "$@" ./publicatie/ ./lever
 go test -count=1 -timeout 20m -v -run '^TestChaos$' "$@" ./scenarios/ | grep -E '^\s*(=== RUN|--- |chaos_test.go|ok|FAIL|PASS)'
 # The kern layout (BRP_DATABASE_LAYOUT=kern, docs/kern.md): the core packages, the hostile
 # bijhouding and the chaos test once more on a BRP kern database (brptest.Layout). The kern
-# layout's own tests (migrate's refusals, migrate beside bijhouding, the commands) run above.
+# layout's own tests (migrate's refusals, migrate beside bijhouding, the commands) run above;
+# the slow and bulk writers (issue 48) run on it too.
 BRP_TEST_LAYOUT=kern go test -count=1 -timeout 30m "$@" ./publicatie/ ./levering/ ./operate/ ./handeling/
-BRP_TEST_LAYOUT=kern go test -count=1 -timeout 20m -run '^TestHostileBijhouding$' "$@" ./scenarios/
+BRP_TEST_LAYOUT=kern go test -count=1 -timeout 20m -run '^(TestHostileBijhouding|TestSlowWritersEndNothingInFout)$' "$@" ./scenarios/
 BRP_TEST_LAYOUT=kern go test -count=1 -timeout 20m -v -run '^TestChaos$/^ActiveMQ$' "$@" ./scenarios/ | grep -E '^\s*(=== RUN|--- |chaos_test.go|ok|FAIL|PASS)'
 # The benchmark, small (scripts/bench.sh measures for real): every measurement runs, checks
 # per-person order and is rendered. Only for the whole suite, not for a selection of tests.

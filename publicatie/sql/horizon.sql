@@ -12,23 +12,23 @@ select least(clock_timestamp(), o.start) - case when o.start < v.hoog_tot then g
     extract(epoch from clock_timestamp() - least(clock_timestamp(), o.start)
         + case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end)::float8,
     extract(epoch from clock_timestamp() - o.start)::float8,
-    w.persons, w.transactions, w.oldest
+    o.persons, o.transactions, o.oldest
 from (
-    select min(xact_start) as start from publicatie_horizon where holds
+    -- The open writers (migration 0018): the service's advisory locks, read once, before the
+    -- round's intake; the persons' keys, the transactions, and the oldest one's age.
+    with h as materialized (
+        select pid, xact_start, holds from publicatie_horizon
+    ), l as materialized (
+        select pid, classid, objid from pg_locks
+        where locktype = 'advisory' and classid in (7345003, 7345004) and objsubid = 2
+          and database = (select oid from pg_database where datname = current_database())
+    )
+    select (select min(xact_start) from h where holds) as start,
+           array(select distinct objid::int8 from l where classid = 7345003) as persons,
+           (select count(distinct pid) from l) as transactions,
+           coalesce((select extract(epoch from clock_timestamp() - min(xact_start))::float8
+                     from h where pid in (select pid from l)), 0) as oldest
 ) o cross join (
-    -- The persons open transactions are linking handelingen to now (migration 0018), as lock
-    -- keys, read before the round's intake; how many transactions hold such locks (or the
-    -- bulk writer's) and the age of the oldest.
-    select array(select distinct l.objid::int8 from pg_locks l
-                 where l.locktype = 'advisory' and l.classid = 7345003 and l.objsubid = 2 and l.database = d.oid) as persons,
-           (select count(distinct l.pid) from pg_locks l
-            where l.locktype = 'advisory' and l.classid in (7345003, 7345004) and l.objsubid = 2 and l.database = d.oid) as transactions,
-           coalesce((select extract(epoch from clock_timestamp() - min(s.xact_start))::float8 from publicatie_sessions() s
-                     where s.pid in (select l.pid from pg_locks l
-                                     where l.locktype = 'advisory' and l.classid in (7345003, 7345004) and l.objsubid = 2
-                                       and l.database = d.oid)), 0) as oldest
-    from pg_database d where d.datname = current_database()
-) w cross join (
     select coalesce(max(marge), '0') as marge, coalesce(max(grens), '0') as grens,
         coalesce(max(hoog), '0') as hoog, coalesce(max(hoog_tot), '-infinity') as hoog_tot,
         coalesce(max(max_wait), '2 s') as max_wait, coalesce(max(lead_sample_rate), 0) as lead_sample_rate,

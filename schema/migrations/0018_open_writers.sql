@@ -24,37 +24,108 @@
 --   (7345004, 0) in exclusive mode would make bijhouding wait: the two numbers are the
 --   service's (docs/operations.md, "Roles and rights").
 --
--- The function runs with its caller's rights (it takes locks and reads the statement's own
--- rows, which any writer may) and names everything of pg_catalog qualified, so a caller's
--- search_path changes nothing in it; without a SET clause it costs a registration less (a
--- function with one saves and restores the settings at every call). Nobody calls it but the
--- trigger. A statement's links count once per row: a person linked twice costs two of the 16.
+-- The locks are taken first thing in the person link's trigger function (migration 0014's
+-- publicatie_personen_toegevoegd, redefined here with the same body after them): a second
+-- trigger of its own cost a registration 3 to 5 % more (docs/performance.md, "Open writers").
+-- The session setting brp_levering.persons_open counts the links a transaction locked.
 
-create or replace function publicatie_persons_open() returns trigger
-    language plpgsql as $$
+create or replace function publicatie_personen_toegevoegd() returns trigger
+    language plpgsql security definer as $$
 declare
+    aantal bigint;
     taken integer := coalesce(nullif(pg_catalog.current_setting('brp_levering.persons_open', true), ''), '0')::integer;
-    n integer;
+    linked integer;
 begin
-    if taken > 16 then
-        return null; -- the bulk lock is held already
+    -- Open writers (above): a lock per link, for at most 17 - taken links, then the bulk
+    -- writer's lock and no more. A person linked twice is locked twice, which costs nothing.
+    if taken <= 16 then
+        perform pg_catalog.pg_advisory_xact_lock_shared(7345003, (r.persoon_id % 2147483647)::integer)
+        from (select persoon_id from nieuw limit 17 - taken) r;
+        get diagnostics linked = row_count;
+        if taken + linked > 16 then
+            perform pg_catalog.pg_advisory_xact_lock_shared(7345004, 0);
+            linked := 17 - taken;
+        end if;
+        perform pg_catalog.set_config('brp_levering.persons_open', (taken + linked)::text, true);
     end if;
-    -- One lock per row (a person linked twice is locked twice, which costs nothing more), at
-    -- most 17 - taken of them; more rows than that make it a bulk writer.
-    perform pg_catalog.pg_advisory_xact_lock_shared(7345003, (r.persoon_id % 2147483647)::integer)
-    from (select persoon_id from nieuw limit 17 - taken) r;
-    get diagnostics n = row_count;
-    if taken + n > 16 then
-        perform pg_catalog.pg_advisory_xact_lock_shared(7345004, 0);
-        n := 17 - taken;
+    -- Ordinary bijhouding writes a handeling and its persons in one transaction: one index
+    -- probe per person, and nothing else.
+    if not exists (select from nieuw n join admhnd a on a.id = n.admhnd_id where not publicatie_own_row(a.xmin)) then
+        return null;
     end if;
-    perform pg_catalog.set_config('brp_levering.persons_open', (taken + n)::text, true);
+    -- Persons added to another transaction's handeling. Hold its row as the foreign key does
+    -- (bijhouding's table may have none): a consumer delivering it waits for this commit and
+    -- then sees the persons, or this waits for the consumer's commit and sees it geleverd.
+    perform from admhnd a
+    where a.id in (select admhnd_id from nieuw) and not publicatie_own_row(a.xmin)
+    order by a.id for key share;
+    -- Read after the lock. Delivered without these persons: reported.
+    insert into publicatie_laat_personen (admhnd_id)
+    select distinct a.id from nieuw n join admhnd a on a.id = n.admhnd_id
+    where not publicatie_own_row(a.xmin) and a.statuslev::text = 'geleverd';
+    -- In fout: its new persons are blocked from now on.
+    insert into publicatie_fout_changes (admhnd_id)
+    select distinct a.id from nieuw n join admhnd a on a.id = n.admhnd_id
+    where not publicatie_own_row(a.xmin) and a.statuslev::text = 'fout'
+    order by a.id
+    on conflict (admhnd_id) do update set admhnd_id = excluded.admhnd_id;
+    -- Still to be delivered: the publisher's view may hold it with its old persons. (In
+    -- levering: the consumer holds it back for its persons, which records it.)
+    select count(distinct a.id) into aantal from nieuw n join admhnd a on a.id = n.admhnd_id
+    where not publicatie_own_row(a.xmin) and a.statuslev is null;
+    if aantal = 0 then
+        return null;
+    elsif publicatie_nakomer_ruimte(aantal) then
+        insert into publicatie_nakomer (admhnd_id)
+        select distinct a.id from nieuw n join admhnd a on a.id = n.admhnd_id
+        where not publicatie_own_row(a.xmin) and a.statuslev is null
+        order by a.id
+        on conflict (admhnd_id) do update set voorsprong = null;
+    else
+        insert into publicatie_herlees (tsreg, admhnd_id)
+        select a.tsreg, a.id from nieuw n join admhnd a on a.id = n.admhnd_id
+        where not publicatie_own_row(a.xmin) and a.statuslev is null
+          and publicatie_tsreg_accepted(a.tsreg)
+        order by a.tsreg, a.id limit 1;
+    end if;
     return null;
 end $$;
-revoke execute on function publicatie_persons_open() from public;
+
+-- Migration 0016's publicatie_sessions(), in plpgsql. A SQL function that cannot be inlined
+-- (security definer) is planned at every call, and that planning was most of the round's
+-- horizon statement (1.05 ms of it, against 0.45 ms now: docs/performance.md, "Open
+-- writers"); plpgsql keeps the plan for the session. Same signature, rights and owner.
+create or replace function publicatie_sessions()
+    returns table (pid integer, application_name text, state text, wait_event text, xact_start timestamptz, registers boolean)
+    language plpgsql stable security definer
+    as $$
+begin
+    return query
+    select a.pid, a.application_name, a.state, a.wait_event, a.xact_start,
+           exists (select from pg_catalog.pg_locks l where l.pid = a.pid and l.locktype = 'relation'
+                   and l.relation = 'admhnd'::regclass and l.mode = 'RowExclusiveLock')
+    from pg_catalog.pg_stat_activity a
+    where a.datname = current_database() and a.pid <> pg_backend_pid()
+      and a.backend_type = 'client backend' and a.xact_start is not null
+      and not coalesce((a.application_name like 'publicatie[%' or a.application_name like 'mutatielevering[%')
+                       and has_function_privilege(a.usesysid, 'publicatie_sessions()', 'execute'), false);
+end $$;
+
+-- As migration 0016 made them: security definer with a fixed search_path; no EXECUTE for PUBLIC
+-- on the trigger function (publicatie_sessions() keeps its grants).
+do $$
+declare
+    path text := format('pg_catalog, %I, pg_temp',
+        (select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = 'admhnd'::regclass));
+begin
+    execute format('alter function publicatie_personen_toegevoegd() security definer set search_path = %s', path);
+    execute format('alter function publicatie_sessions() security definer set search_path = %s', path);
+    execute 'revoke execute on function publicatie_personen_toegevoegd() from public';
+end $$;
+
+-- An earlier form of this migration had a trigger of its own.
 drop trigger if exists admhnd_persoon_open on admhnd_persoon;
-create trigger admhnd_persoon_open after insert on admhnd_persoon referencing new table as nieuw
-    for each statement execute function publicatie_persons_open();
+drop function if exists publicatie_persons_open();
 
 -- Migration 0016's view, where a transaction that holds the bulk writer's lock holds the horizon
 -- until it ends. pg_locks needs no right beyond what every role has. (No column is added:
