@@ -26,7 +26,7 @@
 --
 -- The locks are taken first thing in the person link's trigger function (migration 0014's
 -- publicatie_personen_toegevoegd, redefined here with the same body after them): a second
--- trigger of its own cost a registration 3 to 5 % more (docs/performance.md, "Open writers").
+-- trigger of its own cost a registration more (docs/performance.md, "Open writers").
 -- The session setting brp_levering.persons_open counts the links a transaction locked.
 
 create or replace function publicatie_personen_toegevoegd() returns trigger
