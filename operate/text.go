@@ -275,6 +275,8 @@ func writeHorizon(w io.Writer, hz Horizon) {
 		switch {
 		case t.Bulk:
 			registers = "a bulk writer (linked more than 16 persons): holds it until it ends"
+		case t.Registers && t.State == "active":
+			registers = fmt.Sprintf("registered handelingen: holds it while it runs a statement, else for %s at most", FormatAge(hz.MaxWaitSeconds))
 		case t.Registers:
 			registers = fmt.Sprintf("registered handelingen: holds it for %s at most", FormatAge(hz.MaxWaitSeconds))
 		}

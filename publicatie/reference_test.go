@@ -129,6 +129,9 @@ func runHistories(t *testing.T, stream uint64, base func(*rand.Rand) Config, sma
 			r := rand.New(rand.NewPCG(seed, stream))
 			cfg := base(r)
 			cfg.MaxInLevering, cfg.RedeliveryTimeout, cfg.MaxWait = 2+r.IntN(8), time.Hour, time.Minute
+			// The model publishes a handeling without persons at once: the grace for its persons
+			// has a test of its own (TestPersonlessHandelingWaitsForItsPersons).
+			cfg.PersonlessGrace = time.Nanosecond
 			cfg.GroupSize = []int{1, 2, 3, 100}[r.IntN(4)]
 			cfg.GroupBytes = []int{DefaultGroupBytes, 100, 150}[r.IntN(3)]
 			cfg.FoutPolicy = []handeling.FoutPolicy{handeling.Strict, handeling.Skip}[r.IntN(2)]

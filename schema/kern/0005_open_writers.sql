@@ -85,8 +85,9 @@ drop trigger if exists brp_levering_persons_open on kern.his_persafgeleidadminis
 drop function if exists brp_levering.publicatie_persons_open();
 
 -- Migration 0003's view, where a transaction that holds the bulk writer's lock holds the horizon
--- until it ends. pg_locks needs no right beyond what every role has. (No column is added:
--- migration 0015 runs again over this view when migrate is interrupted before it records.)
+-- until it ends, and a registering transaction holds it while it runs a statement (0018 says
+-- why). pg_locks needs no right beyond what every role has. (No column is added: kern 0001
+-- runs again over this view when migrate is interrupted before it records.)
 create or replace view publicatie_horizon as
 select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
        extract(epoch from clock_timestamp() - s.xact_start)::float8 as age_seconds,
@@ -95,7 +96,7 @@ select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
            when clock_timestamp() - s.xact_start < interval '1 s' then true
            when b.pid is not null then true
            when not s.registers then false
-           else s.wait_event is not distinct from 'SyncRep'
+           else s.wait_event is not distinct from 'SyncRep' or s.state = 'active'
                 or clock_timestamp() - s.xact_start < (select coalesce(max(max_wait), '2 s') from brp_levering.publicatie_toestand)
        end as holds
 from brp_levering.publicatie_sessions() s

@@ -128,7 +128,10 @@ drop trigger if exists admhnd_persoon_open on admhnd_persoon;
 drop function if exists publicatie_persons_open();
 
 -- Migration 0016's view, where a transaction that holds the bulk writer's lock holds the horizon
--- until it ends. pg_locks needs no right beyond what every role has. (No column is added:
+-- until it ends, and a registering transaction holds it while it runs a statement, whatever
+-- max_wait says: the trigger takes the locks at the end of a statement, so a COPY or an insert
+-- of many rows that takes longer than max_wait would otherwise have let the horizon pass it
+-- (and later handelingen of its persons be delivered before it) before it held a lock. pg_locks needs no right beyond what every role has. (No column is added:
 -- migration 0015 runs again over this view when migrate is interrupted before it records.)
 create or replace view publicatie_horizon as
 select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
@@ -138,7 +141,7 @@ select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
            when clock_timestamp() - s.xact_start < interval '1 s' then true
            when b.pid is not null then true
            when not s.registers then false
-           else s.wait_event is not distinct from 'SyncRep'
+           else s.wait_event is not distinct from 'SyncRep' or s.state = 'active'
                 or clock_timestamp() - s.xact_start < (select coalesce(max(max_wait), '2 s') from publicatie_toestand)
        end as holds
 from publicatie_sessions() s

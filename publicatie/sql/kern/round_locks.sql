@@ -6,5 +6,5 @@
 -- update (statuslev, tslev) there.
 explain update kern.admhnd set statuslev = statuslev where false;
 lock table admhnd_levering, publicatie_toestand, publicatie_ingehaald, publicatie_laat_personen,
-    publicatie_herlees, publicatie_lead_samples, publicatie_fout_changes, publicatie_nakomer in row exclusive mode;
+    publicatie_herlees, publicatie_lead_samples, publicatie_fout_changes, publicatie_nakomer, admhnd_beheer in row exclusive mode;
 select from kern.his_persafgeleidadministrati where false
