@@ -196,13 +196,13 @@ func TestRoundLocksSQL(t *testing.T) {
 		  and c.relname not like 'pg\_%' order by 1`); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"admhnd RowExclusiveLock", "admhnd_fout_idx RowExclusiveLock", "admhnd_geleverd_tslev_idx RowExclusiveLock",
+	want := []string{"admhnd RowExclusiveLock", "admhnd_beheer RowExclusiveLock", "admhnd_fout_idx RowExclusiveLock", "admhnd_geleverd_tslev_idx RowExclusiveLock",
 		"admhnd_in_levering_idx RowExclusiveLock", "admhnd_persoon AccessShareLock", "admhnd_persoon_persoon_idx AccessShareLock",
 		"admhnd_persoon_pkey AccessShareLock", "admhnd_pkey RowExclusiveLock", "admhnd_te_leveren_idx RowExclusiveLock",
 		"admhnd_te_leveren_zonder_iv_idx RowExclusiveLock", "publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
 		"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock", "publicatie_toestand RowExclusiveLock"}
 	if kern {
-		want = []string{"admhnd RowExclusiveLock", "admhnd_levering RowExclusiveLock", "admhnd_pkey RowExclusiveLock",
+		want = []string{"admhnd RowExclusiveLock", "admhnd_beheer RowExclusiveLock", "admhnd_levering RowExclusiveLock", "admhnd_pkey RowExclusiveLock",
 			"brp_levering_fout_idx RowExclusiveLock", "brp_levering_his_pers_idx AccessShareLock", "brp_levering_te_leveren_idx RowExclusiveLock",
 			"his_persafgeleidadministrati AccessShareLock", "his_persafgeleidadministrati_pkey AccessShareLock",
 			"ix_admhnd_statuslev_inlevering RowExclusiveLock", "ix_admhnd_statuslev_televeren RowExclusiveLock",
