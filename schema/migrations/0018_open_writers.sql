@@ -131,8 +131,9 @@ drop function if exists publicatie_persons_open();
 -- until it ends, and a registering transaction holds it while it runs a statement, whatever
 -- max_wait says: the trigger takes the locks at the end of a statement, so a COPY or an insert
 -- of many rows that takes longer than max_wait would otherwise have let the horizon pass it
--- (and later handelingen of its persons be delivered before it) before it held a lock. pg_locks needs no right beyond what every role has. (No column is added:
--- migration 0015 runs again over this view when migrate is interrupted before it records.)
+-- (and later handelingen of its persons be delivered before it) before it held a lock.
+-- pg_locks needs no right beyond what every role has. (No column is added: migration 0015
+-- runs again over this view when migrate is interrupted before it records.)
 create or replace view publicatie_horizon as
 select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
        extract(epoch from clock_timestamp() - s.xact_start)::float8 as age_seconds,
