@@ -163,21 +163,9 @@ func (p *Publisher) heal(ctx context.Context, r *round) error {
 		return nil
 	}
 	p.healedAt = time.Now()
-	var ids []int64
-	rows, err := r.q.QueryContext(ctx, p.sql.healSQL, handeling.FoutGeenPersonen, HealedBy, healNote)
+	ids, err := p.sql.heal(ctx, r.q)
 	if err != nil {
-		return dbErr(fmt.Errorf("heal fout: %w", err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return dbErr(fmt.Errorf("heal fout: %w", err))
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return dbErr(fmt.Errorf("heal fout: %w", err))
+		return dbErr(err)
 	}
 	if len(ids) == 0 {
 		return nil

@@ -87,26 +87,37 @@ const LateWriterGrace = time.Second
 // so the leader reports them. Records migration 0009 left in publicatie_ingehaald are reported
 // the same way: whatever became of their handeling, the consumer's order check decides it now.
 func (s *statements) readLatePersons(ctx context.Context, q querier) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, s.latePersonsSQL)
+	return queryIDs(ctx, q, "read late persons", s.latePersonsSQL)
+}
+
+// heal retries the fout handelingen whose cause is gone (heal.sql; Publisher.heal) as
+// HealedBy, and returns them.
+func (s *statements) heal(ctx context.Context, q querier) ([]int64, error) {
+	return queryIDs(ctx, q, "heal fout", s.healSQL, handeling.FoutGeenPersonen, HealedBy, healNote)
+}
+
+// queryIDs runs a statement that returns one column of ids and returns them in its order;
+// what names it in errors.
+func queryIDs(ctx context.Context, q querier, what, query string, args ...any) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read late persons: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
-	var out []int64
+	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("read late persons: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		out = append(out, id)
+		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read late persons: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return out, nil
+	return ids, nil
 }
 
-// querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -429,18 +440,5 @@ func returningIDs(ctx context.Context, q querier, query string, ids []int64) (ma
 // ordered nor encoded, and the intake leaves them out. Two probes of the index of open work,
 // at its two ends ('-infinity' sorts first, 'infinity' last).
 func (s *statements) refuseOddTsreg(ctx context.Context, q querier, excluded []string) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, s.refuseOddTsregSQL, handeling.FoutTsreg, pq.Array(excluded))
-	if err != nil {
-		return nil, fmt.Errorf("refuse odd tsreg: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("refuse odd tsreg: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return queryIDs(ctx, q, "refuse odd tsreg", s.refuseOddTsregSQL, handeling.FoutTsreg, pq.Array(excluded))
 }

@@ -80,10 +80,6 @@ begin
                        and has_function_privilege(a.usesysid, 'brp_levering.publicatie_sessions()', 'execute'), false);
 end $$;
 
--- An earlier form of this migration had a trigger of its own.
-drop trigger if exists brp_levering_persons_open on kern.his_persafgeleidadministrati;
-drop function if exists brp_levering.publicatie_persons_open();
-
 -- Migration 0003's view, where a transaction that holds the bulk writer's lock holds the horizon
 -- until it ends, and a registering transaction holds it while it runs a statement (0018 says
 -- why). pg_locks needs no right beyond what every role has. (No column is added: kern 0001

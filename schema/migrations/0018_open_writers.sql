@@ -123,10 +123,6 @@ begin
     execute 'revoke execute on function publicatie_personen_toegevoegd() from public';
 end $$;
 
--- An earlier form of this migration had a trigger of its own.
-drop trigger if exists admhnd_persoon_open on admhnd_persoon;
-drop function if exists publicatie_persons_open();
-
 -- Migration 0016's view, where a transaction that holds the bulk writer's lock holds the horizon
 -- until it ends, and a registering transaction holds it while it runs a statement, whatever
 -- max_wait says: the trigger takes the locks at the end of a statement, so a COPY or an insert
