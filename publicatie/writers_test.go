@@ -196,3 +196,23 @@ func TestWriterKey(t *testing.T) {
 		}
 	}
 }
+
+// The person-less grace on plain data: a handeling without persons is ready only when its
+// tsreg lies before personlessBefore (the horizon less PersonlessGrace).
+func TestPersonlessWaitsForItsGrace(t *testing.T) {
+	v := viewOf(Candidate{ID: 1, Personen: []int64{10}}, Candidate{ID: 2}, Candidate{ID: 3})
+	for _, tc := range []struct {
+		before time.Time
+		ready  []int64
+	}{
+		{t0, []int64{1}},
+		{t0.Add(time.Millisecond), []int64{1}},
+		{t0.Add(2 * time.Millisecond), []int64{1, 2}},
+		{t0.Add(time.Second), []int64{1, 2, 3}},
+	} {
+		v.personlessBefore = tc.before
+		if got := ids(v.readyCandidates(10, map[int64]struct{}{})); !slices.Equal(got, tc.ready) {
+			t.Errorf("personless before %v: ready %v, want %v", tc.before.Sub(t0), got, tc.ready)
+		}
+	}
+}
