@@ -3,6 +3,7 @@ package publicatie
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -87,6 +88,10 @@ func TestFreeHandelingPassesManyHeld(t *testing.T) {
 					// All in levering at once (over time, MaxInLevering at a time): room for
 					// the round to take the later ones in.
 					cfg.MaxInLevering, first = n+1000, "in_levering"
+					// On a busy machine the 30 rounds below can outlast the default
+					// RedeliveryTimeout; a round would then republish the 100,000 in levering
+					// in one broker transaction, which is not what this test is about.
+					cfg.RedeliveryTimeout = 24 * time.Hour
 				}
 				e := newRoundEnv(t, cfg)
 				e.insertHeld(n, first)
