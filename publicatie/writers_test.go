@@ -3,9 +3,11 @@ package publicatie
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
@@ -120,6 +122,51 @@ func TestBulkWriterHoldsTheHorizonUntilItEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantIDs(t, "committed", e.round(), 1, 2)
+}
+
+// A statement that registers more than MaxWriterLocks handelingen (a COPY, an insert ...
+// select) takes the bulk writer's lock (migration 0019): its transaction holds the horizon
+// until it ends, also between that statement and the one that links its persons, past MaxWait.
+func TestBulkRegistrationHoldsTheHorizonUntilItEnds(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{MaxWait: time.Second})
+	bulk := e.db.MustBegin()
+	defer bulk.Rollback() //nolint:errcheck
+	insert := `insert into admhnd (id, soort, tsreg) select i, 'VERHUIZING', now() from generate_series(1, $1::int) i`
+	if brptest.Layout() == handeling.Kern {
+		// One statement on the kern table itself: the test's view writes a row at a time.
+		insert = `insert into kern.admhnd (id, srt, partij, tsreg, statuslev) select i, 1, 1, now(), 1 from generate_series(1, $1::int) i`
+	}
+	bulkLocks := func(tx *sqlx.Tx) int {
+		t.Helper()
+		var n int
+		if err := tx.Get(&n, `select count(*) from pg_locks where locktype = 'advisory' and objsubid = 2
+			and classid = 7345004 and objid = 0 and pid = pg_backend_pid()`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	small := e.db.MustBegin()
+	small.MustExec(strings.Replace(insert, "select i,", "select 1000 + i,", 1), MaxWriterLocks)
+	if n := bulkLocks(small); n != 0 {
+		t.Fatalf("a statement of %d handelingen holds the bulk writer's lock", MaxWriterLocks)
+	}
+	if err := small.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	bulk.MustExec(insert, MaxWriterLocks+1)
+	if n := bulkLocks(bulk); n != 1 {
+		t.Fatalf("a statement of %d handelingen holds the bulk writer's lock %d times, want once", MaxWriterLocks+1, n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	e.db.MustExec(`insert into admhnd (id, soort, tsreg) values (100, 'VERHUIZING', now());
+		insert into admhnd_persoon values (100, 20)`)
+	time.Sleep(time.Second + LateWriterGrace)
+	wantIDs(t, "a bulk registration open past MaxWait", e.round())
+	if err := bulk.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "committed (its handelingen wait for their persons)", e.round(), 100)
 }
 
 // Many transactions linking persons at once, each within MaxWriterLocks: every lock is

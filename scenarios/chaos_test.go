@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
@@ -116,6 +118,13 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 		}
 	}()
 
+	// Meanwhile, writers held just past MAXWAIT (issue 48): each registers a handeling of a
+	// person of its own and links it, another transaction commits a newer handeling of that
+	// person, and the first commits 2.1 s after it began. Both are delivered, in order.
+	slow := lateWriters(t, w, 50, 2100*time.Millisecond)
+	w.hs = append(w.hs, slow...)
+	total += len(slow)
+
 	rep := verifyDeliveredWithin(t, w.db, w.hs, w.verzending, 10*time.Minute)
 	cancel()
 	<-chaosDone
@@ -133,6 +142,7 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 		len(w.hs), total, noPerson, excluded, time.Since(start).Round(time.Second))
 	t.Logf("chaos: published %d (by committed rounds, incl. republished), delivered %d, fout %d, verzending messages %d, duplicates %d",
 		published, st["geleverd"], st["fout"], rep.Messages, rep.Duplicates)
+	t.Logf("chaos: %d writers held %v past their newer handelingen' commits: all delivered, in order", len(slow)/2, 2100*time.Millisecond)
 	t.Logf("chaos: consumer kills %d, broker restarts %d, publisher kills %d, consumers frozen for good 1 (%s); per-person order OK",
 		kills, brokerRestarts, publisherKills, frozen.Name)
 	if brokerRestarts != 1 || publisherKills != 1 || kills < 5 {
@@ -144,4 +154,73 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 	if brptest.Layout() == handeling.Kern {
 		brptest.KernUntouched(t, w.db, excluded)
 	}
+}
+
+// lateWriters runs n writers, five at a time, on w's database: each begins, registers a
+// handeling of a person of its own and links it; another transaction registers and commits a
+// newer handeling of that person; the first commits open after it began. It returns the 2n
+// handelingen once all committed. (In the kern layout the newer one's his row waits for the
+// first's: a person's writers wait for each other there, as bijhouding's do.)
+func lateWriters(t *testing.T, w *world, n int, open time.Duration) []load.Handeling {
+	t.Helper()
+	out := make([]load.Handeling, 2*n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 5)
+	errs := make(chan error, 2*n)
+	register := func(q sqlx.Execer, h load.Handeling) error {
+		if _, err := q.Exec(`insert into admhnd (id, soort, tsreg) values ($1, $2, $3)`, h.ID, h.Soort, h.Tsreg); err != nil {
+			return err
+		}
+		_, err := q.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) values ($1, $2)`, h.ID, h.Personen[0])
+		return err
+	}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			person := int64(90_000_000 + i)
+			older := load.Handeling{ID: int64(90_000_000 + 2*i), Soort: "VERHUIZING", Tsreg: time.Now().Truncate(time.Microsecond), Personen: []int64{person}}
+			began := time.Now()
+			tx, err := w.db.Beginx()
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer tx.Rollback() //nolint:errcheck
+			if err := register(tx, older); err != nil {
+				errs <- err
+				return
+			}
+			newer := load.Handeling{ID: older.ID + 1, Soort: "VERHUIZING", Tsreg: time.Now().Truncate(time.Microsecond), Personen: []int64{person}}
+			done := make(chan error, 1)
+			go func() {
+				ntx, err := w.db.Beginx()
+				if err == nil {
+					defer ntx.Rollback() //nolint:errcheck
+					if err = register(ntx, newer); err == nil {
+						err = ntx.Commit()
+					}
+				}
+				done <- err
+			}()
+			time.Sleep(time.Until(began.Add(open)))
+			if err := tx.Commit(); err != nil {
+				errs <- err
+				return
+			}
+			if err := <-done; err != nil {
+				errs <- err
+				return
+			}
+			out[2*i], out[2*i+1] = older, newer
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("late writers: %v", err)
+	}
+	return out
 }

@@ -1,0 +1,61 @@
+-- A statement that registers more than 16 handelingen takes the bulk writer's lock (issue 48):
+-- the contract layout's migration 0019, on kern.admhnd. Its comment says why.
+
+-- kern 0001's publicatie_geregistreerd with that one change.
+create or replace function brp_levering.publicatie_geregistreerd() returns trigger
+    language plpgsql security definer as $$
+declare
+    v publicatie_toestand;
+    laat boolean := false;
+    n bigint;
+    registered bigint;
+begin
+    select * into v from publicatie_toestand;
+    if not found then
+        v.marge := '0';
+        v.grens := '0';
+    end if;
+    if v.slaapt is distinct from false then
+        perform pg_notify('brp_levering', '');
+    end if;
+    if coalesce(current_setting('brp_levering.vroeg', true), '') = '' then
+        laat := clock_timestamp() - now() > interval '0.5 s';
+        if not laat then
+            perform set_config('brp_levering.vroeg', '1', true);
+        end if;
+    end if;
+    if now() < v.sinds then
+        v.marge := least(v.marge, v.laag);
+    end if;
+    insert into publicatie_fout_changes (admhnd_id)
+    select id from nieuw where statuslev = 5 order by id
+    on conflict (admhnd_id) do update set admhnd_id = excluded.admhnd_id;
+    select count(*) filter (where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)), count(*)
+    into n, registered from nieuw;
+    if registered > 16 then
+        perform pg_catalog.pg_advisory_xact_lock_shared(7345004, 0);
+    end if;
+    if n = 0 then
+        if now() < v.lead_sample_until and random() < v.lead_sample_rate then
+            insert into publicatie_lead_samples (lead)
+            select now() - min(tsreg) from nieuw
+            where statuslev = 1 and publicatie_tsreg_accepted(tsreg) having count(*) > 0;
+        end if;
+        return null;
+    elsif publicatie_nakomer_ruimte(n) then
+        insert into publicatie_nakomer (admhnd_id, voorsprong)
+        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end from nieuw
+        where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
+        order by id
+        on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong;
+    else
+        insert into publicatie_herlees (tsreg, admhnd_id)
+        select tsreg, id from nieuw
+        where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
+        order by tsreg, id limit 1;
+    end if;
+    return null;
+end $$;
+
+alter function brp_levering.publicatie_geregistreerd() set search_path = pg_catalog, brp_levering, pg_temp;
+revoke execute on function brp_levering.publicatie_geregistreerd() from public;
