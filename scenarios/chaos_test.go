@@ -45,7 +45,8 @@ func chaos(t *testing.T, svc *brptest.Services, n, personen int) {
 	spec := load.Spec{N: n, Personen: personen, Multi: multi, Excluded: 0.05, NoPerson: 5, Seed: uint64(time.Now().UnixNano())}
 	w := makeEmptyWorld(t, svc, svc.Broker(), spec)
 	const waves = 10
-	wave := func(i int) []load.Handeling { return w.hs[i*len(w.hs)/waves : (i+1)*len(w.hs)/waves] }
+	hs := w.hs // the late writers below add to w.hs while the waves go in
+	wave := func(i int) []load.Handeling { return hs[i*len(hs)/waves : (i+1)*len(hs)/waves] }
 	if err := load.Insert(context.Background(), w.db, wave(0)); err != nil {
 		t.Fatal(err)
 	}
