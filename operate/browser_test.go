@@ -23,7 +23,8 @@ import (
 	"github.com/brp/levering/internal/rig"
 )
 
-// chromium finds the browser; its absence fails the test (CI installs it).
+// chromium finds the browser; its absence fails the test (CI installs it), and skips it in the
+// unit lane (-short).
 func chromium(t *testing.T) string {
 	t.Helper()
 	if fi, err := os.Stat("/usr/bin/chromium"); err == nil && !fi.IsDir() {
@@ -31,6 +32,9 @@ func chromium(t *testing.T) string {
 	}
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
+	}
+	if testing.Short() {
+		t.Skip("-short: chromium is not installed (apt-get install -y chromium; scripts/test.sh does)")
 	}
 	t.Fatal("chromium not found at /usr/bin/chromium or on PATH: install it with apt-get install -y chromium")
 	return ""
