@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
@@ -107,21 +108,42 @@ func TestBulkWriterHoldsTheHorizonUntilItEnds(t *testing.T) {
 	for p := range MaxWriterLocks + 4 {
 		bulk.MustExec(`insert into admhnd_persoon values (1, $1)`, 1000+p)
 	}
-	var locks int
-	if err := bulk.Get(&locks, `select count(*) from pg_locks where locktype = 'advisory' and objsubid = 2
-		and classid in (7345003, 7345004) and pid = pg_backend_pid()`); err != nil || locks != MaxWriterLocks+2 {
-		// 16 person locks, the statement that passed 16 locks its row too, and the bulk lock.
-		t.Fatalf("the bulk writer holds %d advisory locks (%v), want %d", locks, err, MaxWriterLocks+2)
+	// 16 person locks, the statement that passed 16 locks its row too, and the bulk lock.
+	if n := advisoryLocks(t, bulk, 7345003, 7345004); n != MaxWriterLocks+2 {
+		t.Fatalf("the bulk writer holds %d advisory locks, want %d", n, MaxWriterLocks+2)
 	}
-	time.Sleep(100 * time.Millisecond)
-	e.db.MustExec(`insert into admhnd (id, soort, tsreg) values (2, 'VERHUIZING', now());
-		insert into admhnd_persoon values (2, 20)`)
-	time.Sleep(time.Second + LateWriterGrace)
-	wantIDs(t, "a bulk writer open past MaxWait", e.round())
-	if err := bulk.Commit(); err != nil {
+	e.wantHeldUntilCommit(bulk, 2, "a bulk writer", 1, 2)
+}
+
+// advisoryLocks counts the two-key advisory locks of these classids that tx holds.
+func advisoryLocks(t *testing.T, tx *sqlx.Tx, classids ...int64) int {
+	t.Helper()
+	var n int
+	if err := tx.Get(&n, `select count(*) from pg_locks where locktype = 'advisory' and objsubid = 2
+		and classid = any($1) and pid = pg_backend_pid()`, pq.Array(classids)); err != nil {
 		t.Fatal(err)
 	}
-	wantIDs(t, "committed", e.round(), 1, 2)
+	return n
+}
+
+// wantHeldUntilCommit checks that tx, open, holds the horizon past MaxWait (the roundEnv's is
+// 1 s): handeling id of another person, registered meanwhile, is not published until tx
+// commits, and then the round publishes want.
+func (e *roundEnv) wantHeldUntilCommit(tx *sqlx.Tx, id int64, what string, want ...int64) {
+	e.t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	other := e.db.MustBegin()
+	other.MustExec(`insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', now())`, id)
+	other.MustExec(`insert into admhnd_persoon values ($1, 20)`, id)
+	if err := other.Commit(); err != nil {
+		e.t.Fatal(err)
+	}
+	time.Sleep(time.Second + LateWriterGrace)
+	wantIDs(e.t, what+" open past MaxWait", e.round())
+	if err := tx.Commit(); err != nil {
+		e.t.Fatal(err)
+	}
+	wantIDs(e.t, what+" committed", e.round(), want...)
 }
 
 // A statement that registers more than MaxWriterLocks handelingen (a COPY, an insert ...
@@ -137,36 +159,20 @@ func TestBulkRegistrationHoldsTheHorizonUntilItEnds(t *testing.T) {
 		// One statement on the kern table itself: the test's view writes a row at a time.
 		insert = `insert into kern.admhnd (id, srt, partij, tsreg, statuslev) select i, 1, 1, now(), 1 from generate_series(1, $1::int) i`
 	}
-	bulkLocks := func(tx *sqlx.Tx) int {
-		t.Helper()
-		var n int
-		if err := tx.Get(&n, `select count(*) from pg_locks where locktype = 'advisory' and objsubid = 2
-			and classid = 7345004 and objid = 0 and pid = pg_backend_pid()`); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	small := e.db.MustBegin()
 	small.MustExec(strings.Replace(insert, "select i,", "select 1000 + i,", 1), MaxWriterLocks)
-	if n := bulkLocks(small); n != 0 {
+	if n := advisoryLocks(t, small, 7345004); n != 0 {
 		t.Fatalf("a statement of %d handelingen holds the bulk writer's lock", MaxWriterLocks)
 	}
 	if err := small.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	bulk.MustExec(insert, MaxWriterLocks+1)
-	if n := bulkLocks(bulk); n != 1 {
+	if n := advisoryLocks(t, bulk, 7345004); n != 1 {
 		t.Fatalf("a statement of %d handelingen holds the bulk writer's lock %d times, want once", MaxWriterLocks+1, n)
 	}
-	time.Sleep(100 * time.Millisecond)
-	e.db.MustExec(`insert into admhnd (id, soort, tsreg) values (100, 'VERHUIZING', now());
-		insert into admhnd_persoon values (100, 20)`)
-	time.Sleep(time.Second + LateWriterGrace)
-	wantIDs(t, "a bulk registration open past MaxWait", e.round())
-	if err := bulk.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, "committed (its handelingen wait for their persons)", e.round(), 100)
+	// Committed, its handelingen wait for their persons (PersonlessGrace).
+	e.wantHeldUntilCommit(bulk, 100, "a bulk registration", 100)
 }
 
 // Many transactions linking persons at once, each within MaxWriterLocks: every lock is
