@@ -118,6 +118,7 @@ func queryIDs(ctx context.Context, q querier, what, query string, args ...any) (
 	return ids, nil
 }
 
+// querier runs statements: a *sqlx.Tx runs them as they are, a prepared.Tx prepared.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

@@ -156,6 +156,16 @@ func copyBesideLoad(t testing.TB, db *sqlx.DB, verzending *brptest.Reader, n int
 	return out
 }
 
+// insertHandeling inserts h, then its person links, in q, as bijhouding does: in one
+// transaction when q is one, and in two when q is the pool (persons that come later).
+func insertHandeling(q sqlx.Execer, h load.Handeling) error {
+	if _, err := q.Exec(`insert into admhnd (id, soort, tsreg) values ($1, $2, $3)`, h.ID, h.Soort, h.Tsreg); err != nil {
+		return err
+	}
+	_, err := q.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`, h.ID, pq.Array(h.Personen))
+	return err
+}
+
 // registerTx registers h in a transaction of its own, as bijhouding does.
 func registerTx(db *sqlx.DB, h load.Handeling) error {
 	tx, err := db.Beginx()
@@ -163,10 +173,7 @@ func registerTx(db *sqlx.DB, h load.Handeling) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck
-	if _, err := tx.Exec(`insert into admhnd (id, soort, tsreg) values ($1, $2, $3)`, h.ID, h.Soort, h.Tsreg); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`, h.ID, pq.Array(h.Personen)); err != nil {
+	if err := insertHandeling(tx, h); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/load"
@@ -168,13 +166,6 @@ func lateWriters(t *testing.T, w *world, n int, open time.Duration) []load.Hande
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 5)
 	errs := make(chan error, 2*n)
-	register := func(q sqlx.Execer, h load.Handeling) error {
-		if _, err := q.Exec(`insert into admhnd (id, soort, tsreg) values ($1, $2, $3)`, h.ID, h.Soort, h.Tsreg); err != nil {
-			return err
-		}
-		_, err := q.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) values ($1, $2)`, h.ID, h.Personen[0])
-		return err
-	}
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -190,7 +181,7 @@ func lateWriters(t *testing.T, w *world, n int, open time.Duration) []load.Hande
 				return
 			}
 			defer tx.Rollback() //nolint:errcheck
-			if err := register(tx, older); err != nil {
+			if err := insertHandeling(tx, older); err != nil {
 				errs <- err
 				return
 			}
@@ -200,7 +191,7 @@ func lateWriters(t *testing.T, w *world, n int, open time.Duration) []load.Hande
 				ntx, err := w.db.Beginx()
 				if err == nil {
 					defer ntx.Rollback() //nolint:errcheck
-					if err = register(ntx, newer); err == nil {
+					if err = insertHandeling(ntx, newer); err == nil {
 						err = ntx.Commit()
 					}
 				}

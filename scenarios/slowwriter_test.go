@@ -58,10 +58,9 @@ func TestSlowWritersEndNothingInFout(t *testing.T) {
 	register := func(q sqlx.Execer, tsreg time.Time, personen ...int64) load.Handeling {
 		t.Helper()
 		h := load.Handeling{ID: nextID.Add(1), Soort: "VERHUIZING", Tsreg: tsreg.Truncate(time.Microsecond), Personen: personen}
-		if _, err := q.Exec(`insert into admhnd (id, soort, tsreg) values ($1, $2, $3)`, h.ID, h.Soort, h.Tsreg); err != nil {
+		if err := insertHandeling(q, h); err != nil {
 			t.Fatal(err)
 		}
-		link(t, q, h.ID, personen...)
 		return h
 	}
 
