@@ -68,6 +68,16 @@ type Config struct {
 	// (handeling.FoutOvertaken) rather than reaching afnemers out of order. Default
 	// DefaultMaxLead.
 	MaxLead time.Duration
+	// LeadCover is the share of registrations whose lead the margin covers (lead.go): 1, the
+	// default, covers the highest lead of the last seconds, and only a registration whose lead
+	// exceeds what the leader has seen (a lead beyond MaxLead, the first registrations of a
+	// clock that fell behind) is late. Below 1 the margin leaves out the leads of that share
+	// of the registrations with the highest ones (0.99: one in a hundred), so that stragglers of
+	// a busy application host (a wait for a connection or a CPU between reading the clock and
+	// BEGIN) do not hold every handeling back by their lead; such a straggler is late, and ends
+	// fout ("ingehaald") when a newer handeling of its persons, registered within its lead, is
+	// delivered before it commits. From 0.5 to 1.
+	LeadCover float64
 	// MaxWait bounds how long the horizon waits for an open transaction that registers
 	// handelingen (it holds admhnd in row exclusive mode): a longer one no longer holds
 	// publication back, and what it commits later takes the late path (migration 0015). Any
@@ -210,6 +220,9 @@ func (c *Config) setDefaults() {
 	if c.MaxLead == 0 {
 		c.MaxLead = DefaultMaxLead
 	}
+	if c.LeadCover == 0 {
+		c.LeadCover = 1
+	}
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultMaxWait
 	}
@@ -280,6 +293,8 @@ func (c Config) validate() error {
 		}
 	}
 	switch {
+	case !(c.LeadCover >= 0.5 && c.LeadCover <= 1):
+		return bad("LeadCover", c.LeadCover, "expected a share from 0.5 to 1")
 	case !c.Layout.Valid():
 		return bad("Layout", c.Layout, "expected %s or %s", handeling.Contract, handeling.Kern)
 	case !c.FoutPolicy.Valid():

@@ -1,10 +1,11 @@
 package publicatie
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
+	"slices"
 	"time"
 )
 
@@ -20,22 +21,31 @@ import (
 // registration whose lead exceeds the margin (late: publicatie_nakomer.voorsprong, every one of
 // them) and samples the leads of the others at the rate the leader asks for
 // (publicatie_lead_samples, about leadSamplesPerSecond a second). Every round the leader sets
-// the margin to the highest lead of the last leadWindow, late or sampled, plus a cushion
-// (leadCushion), at most Config.MaxLead (the documented bound, publicatie_toestand.grens: leads
-// beyond it never count, so a load of last month's handelingen does not hold back today's). It
+// the margin to the highest lead of the last leadWindow, late or sampled (or, with
+// Config.LeadCover below 1, the lead that that share of the registrations stayed within), plus
+// a cushion (leadCushion), at most Config.MaxLead (the documented bound,
+// publicatie_toestand.grens: leads beyond it never count, so a load of last month's handelingen
+// does not hold back today's). It
 // raises the margin as soon as three late ones say so (a straggler alone does not), and lowers
 // it once leadMinObservations say so: a burst's or a lagging clock's margin comes down seconds
-// after the leads do. It covers the highest lead rather than most of them: a registration
-// stamped by an application server whose clock is behind, within MaxLead, is the contract's
-// normal case and must not end fout (scenarios.TestHostileBijhouding).
+// after the leads do. A registration stamped by an application server whose clock is behind,
+// within MaxLead, is the contract's normal case and must not end fout
+// (scenarios.TestHostileBijhouding). Nor must a registration that waited between reading its
+// clock and BEGIN (a pool, a busy host): contract.md section 9, slowness is not an error. So by
+// default the margin covers the highest lead, and on a busy host every handeling waits for the
+// worst lead of the last seconds (docs/performance.md, "A busy machine"). A registration that
+// waits before its BEGIN shows nothing the service could hold back by person: its transaction
+// does not exist yet. LeadCover trades that for freshness where an operator would rather have
+// a straggler's rare fout.
 //
 // What the margin does not cover is late: taken into the view at its place behind the stand, and
 // should a newer handeling of its persons have been delivered first, the consumer's order check
 // (package levering) ends it fout (handeling.FoutOvertaken) rather than deliver it out of order.
-// The trade-off: every handeling waits the margin; what exceeds the highest lead seen by more
-// than the cushion (a straggler, the first registrations of a clock that fell behind) takes the
-// late path: a record in bijhouding's transaction, and the risk of a fout. Figures in
-// docs/performance.md ("Bounded waits").
+// The trade-off: every handeling waits the margin; what exceeds it by more than the cushion (a
+// straggler, the first registrations of a clock that fell behind) takes the late path: a record
+// in bijhouding's transaction, and the risk of a fout, which needs a newer handeling of the
+// straggler's persons registered and delivered within its lead. Figures in docs/performance.md
+// ("Bounded waits", "A busy machine").
 //
 // The triggers read the margin in their own transactions, and the stand moved under the
 // margins before. After a raise, for leadHold (until sinds), a registration is recorded when its
@@ -118,7 +128,7 @@ func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, 
 	for len(w.leadSeen) > 0 && now.Sub(w.leadSeen[0].at) > leadMemory {
 		w.leadSeen = w.leadSeen[1:]
 	}
-	want, obs, lateN := leadMargin(w.leadSeen, now, cur.margin, w.cfg.MaxLead)
+	want, obs, lateN := leadMargin(w.leadSeen, now, cur.margin, w.cfg.MaxLead, w.cfg.LeadCover)
 	rate := sampleRate(w.leadSeen, now)
 	renew := cur.sampleLeft < leadSampleLease/2 || rate > 2*cur.sampleRate || rate < cur.sampleRate/2
 	if want == cur.margin && cur.bound == w.cfg.MaxLead && cur.maxWait == w.cfg.MaxWait && !cur.loweringUndated && !renew {
@@ -137,7 +147,7 @@ func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, 
 	if want != cur.margin {
 		w.log.Info("tsreg lead margin changed: the horizon is held back by the lead bijhouding's tsreg may have on its transaction's start",
 			slog.Duration("margin", want), slog.Duration("was", cur.margin), slog.Int("leads", obs), slog.Int("late", lateN),
-			slog.Duration("max_lead", w.cfg.MaxLead))
+			slog.Duration("max_lead", w.cfg.MaxLead), slog.Float64("lead_cover", w.cfg.LeadCover))
 	}
 	w.m.leadMargin.Set(max(want, cur.held).Seconds())
 	return nil
@@ -151,35 +161,36 @@ func (w *openWork) tookIn(n int) {
 }
 
 // leadMargin is the margin the leads seen call for, given the current one (margin) and the
-// bound: the highest lead of leadWindow (of more, up to leadMemory, while they are fewer than
-// leadMinObservations), late or sampled, plus leadCushion. It is raised only when at least
+// bound: the lead that the share cover of the registrations of leadWindow stayed within (of
+// more, up to leadMemory, while they are fewer than leadMinObservations), late or sampled, plus
+// leadCushion: at cover 1 the highest lead (coveredLead). It is raised only when at least
 // leadMinLate of them were late (beyond margin), lowered only on leadMinObservations and when
 // it falls by a fifth at least (a margin is kept while the leads stay near it), and never above
-// maxLead. It also returns how many leads it
-// weighed and how many of those were late.
-func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration) (want time.Duration, obs, late int) {
-	highest := time.Duration(math.MinInt64)
+// maxLead. It also returns how many leads it weighed and how many of those were late.
+func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration, cover float64) (want time.Duration, obs, late int) {
+	var leads, samples []time.Duration
+	taken := 0
 	for i := len(seen) - 1; i >= 0; i-- {
 		s := seen[i]
 		if now.Sub(s.at) > leadWindow && obs >= leadMinObservations {
 			break
 		}
+		taken += s.taken
 		for _, d := range s.late {
 			obs++
-			highest = max(highest, d)
+			leads = append(leads, d)
 			if d > margin {
 				late++
 			}
 		}
-		for _, d := range s.samples {
-			obs++
-			highest = max(highest, d)
-		}
+		obs += len(s.samples)
+		samples = append(samples, s.samples...)
 	}
 	if obs == 0 {
 		return margin, 0, 0
 	}
-	target := min(maxLead, max(0, highest+leadCushion(highest)))
+	covered := coveredLead(leads, samples, taken, 1-cover)
+	target := min(maxLead, max(0, covered+leadCushion(covered)))
 	switch {
 	case target > margin && late >= leadMinLate:
 		return target, obs, late
@@ -187,6 +198,41 @@ func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration) (
 		return target, obs, late
 	}
 	return margin, obs, late
+}
+
+// coveredLead is the highest lead but those of the share uncovered of the registrations with
+// the highest ones: late are leads recorded every time, samples leads that each stand for
+// (taken - len(late)) / len(samples) registrations, at least one. With fewer than 1 /
+// uncovered registrations (uncovered 0: always) it is the highest lead. late and samples are
+// not both empty.
+func coveredLead(late, samples []time.Duration, taken int, uncovered float64) time.Duration {
+	if uncovered <= 0 {
+		return slices.Max(slices.Concat(late, samples))
+	}
+	weight := 1.0
+	if len(samples) > 0 {
+		weight = max(1, float64(taken-len(late))/float64(len(samples)))
+	}
+	type lead struct {
+		d time.Duration
+		w float64
+	}
+	all := make([]lead, 0, len(late)+len(samples))
+	for _, d := range late {
+		all = append(all, lead{d, 1})
+	}
+	for _, d := range samples {
+		all = append(all, lead{d, weight})
+	}
+	slices.SortFunc(all, func(a, b lead) int { return cmp.Compare(b.d, a.d) })
+	total := max(float64(taken), float64(len(late))+weight*float64(len(samples)))
+	allowed, above := uncovered*total, 0.0
+	for _, l := range all {
+		if above += l.w; above > allowed {
+			return l.d
+		}
+	}
+	return all[len(all)-1].d
 }
 
 // leadCushion is what the margin keeps above the highest lead seen: a tenth of it, at least

@@ -1,6 +1,7 @@
 package publicatie
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"testing"
@@ -32,33 +33,48 @@ func TestLeadMargin(t *testing.T) {
 	at := func(ago time.Duration, late, samples []time.Duration) leadSeen {
 		return leadSeen{at: now.Add(-ago), late: late, samples: samples}
 	}
+	taking := func(n int, s leadSeen) leadSeen { s.taken = n; return s }
 	for _, tc := range []struct {
 		name   string
 		seen   []leadSeen
 		margin time.Duration
 		want   time.Duration
+		cover  float64 // Config.LeadCover; 0: the default, 1
 	}{
-		{"nothing seen: as it is", nil, 40 * time.Millisecond, 40 * time.Millisecond},
-		{"three late ones raise it from zero", []leadSeen{at(0, ms(1, 1, 1), nil)}, 0, 6 * time.Millisecond},
-		{"two late ones do not", []leadSeen{at(0, ms(100, 100), ms(times(30, 1)...))}, 6 * time.Millisecond, 6 * time.Millisecond},
-		{"a straggler does not", []leadSeen{at(time.Second, ms(200), ms(times(99, 1)...))}, 6 * time.Millisecond, 6 * time.Millisecond},
+		{"nothing seen: as it is", nil, 40 * time.Millisecond, 40 * time.Millisecond, 0},
+		{"three late ones raise it from zero", []leadSeen{at(0, ms(1, 1, 1), nil)}, 0, 6 * time.Millisecond, 0},
+		{"two late ones do not", []leadSeen{at(0, ms(100, 100), ms(times(30, 1)...))}, 6 * time.Millisecond, 6 * time.Millisecond, 0},
+		{"a straggler does not", []leadSeen{at(time.Second, ms(200), ms(times(99, 1)...))}, 6 * time.Millisecond, 6 * time.Millisecond, 0},
 		{"three late ones raise it to the highest, with a tenth more",
-			[]leadSeen{at(0, ms(200, 300, 150), ms(times(97, 1)...))}, 6 * time.Millisecond, 325 * time.Millisecond},
+			[]leadSeen{at(0, ms(200, 300, 150), ms(times(97, 1)...))}, 6 * time.Millisecond, 325 * time.Millisecond, 0},
+		{"by default a busy host's stragglers raise it to the highest",
+			[]leadSeen{taking(2500, at(0, ms(50, 80, 340, 90, 60), ms(times(250, 2)...)))}, 7 * time.Millisecond, 365 * time.Millisecond, 0},
+		{"cover 0.99: of a hundred registrations, the one with the highest lead is left out",
+			[]leadSeen{at(0, ms(200, 300, 150), ms(times(97, 1)...))}, 6 * time.Millisecond, 220 * time.Millisecond, 0.99},
+		{"cover 0.99: a busy host's stragglers, fewer than one in a hundred of what was taken in, do not raise it",
+			[]leadSeen{taking(2500, at(0, ms(50, 80, 120, 200, 340, 90, 60, 150, 70, 110, 300, 55, 65, 75, 85, 95, 105, 115, 125, 135), ms(times(250, 2)...)))},
+			7 * time.Millisecond, 7 * time.Millisecond, 0.99},
+		{"cover 0.99: more than one in a hundred raise it to the lead the others stayed within",
+			[]leadSeen{taking(1000, at(0, ms(append(times(10, 300), times(5, 100)...)...), ms(times(100, 2)...)))}, 7 * time.Millisecond, 110 * time.Millisecond, 0.99},
+		{"cover 0.99: an application server 0.5 s behind, one in twenty registrations, raises it",
+			[]leadSeen{taking(2500, at(0, ms(times(125, 500)...), ms(times(250, 2)...)))}, 7 * time.Millisecond, 525 * time.Millisecond, 0.99},
+		{"cover 0.99: the busy host's stragglers do not hold a raised margin up",
+			[]leadSeen{taking(2500, at(0, ms(340, 300, 200), ms(times(250, 2)...)))}, 340 * time.Millisecond, 7 * time.Millisecond, 0.99},
 		{"the cushion is at most 25 ms: half the registrations 1.5 s behind",
-			[]leadSeen{at(0, ms(times(50, 1500)...), ms(times(50, 1)...))}, 6 * time.Millisecond, 1525 * time.Millisecond},
-		{"never above MaxLead", []leadSeen{at(0, ms(5000, 5000, 5000), nil)}, 0, DefaultMaxLead},
+			[]leadSeen{at(0, ms(times(50, 1500)...), ms(times(50, 1)...))}, 6 * time.Millisecond, 1525 * time.Millisecond, 0},
+		{"never above MaxLead", []leadSeen{at(0, ms(5000, 5000, 5000), nil)}, 0, DefaultMaxLead, 0},
 		{"a clock steadily 0.5 s behind keeps the margin it learned",
-			[]leadSeen{at(2*time.Second, nil, ms(times(10, 500)...)), at(0, nil, ms(append(times(30, 1), 510, 505)...))}, 555 * time.Millisecond, 555 * time.Millisecond},
+			[]leadSeen{at(2*time.Second, nil, ms(times(10, 500)...)), at(0, nil, ms(append(times(30, 1), 510, 505)...))}, 555 * time.Millisecond, 555 * time.Millisecond, 0},
 		{"the leads fell: lowered on twenty",
-			[]leadSeen{at(8*time.Second, ms(times(50, 1500)...), nil), at(0, nil, ms(times(20, 1)...))}, 1525 * time.Millisecond, 6 * time.Millisecond},
+			[]leadSeen{at(8*time.Second, ms(times(50, 1500)...), nil), at(0, nil, ms(times(20, 1)...))}, 1525 * time.Millisecond, 6 * time.Millisecond, 0},
 		{"fewer than twenty: kept",
-			[]leadSeen{at(8*time.Second, ms(times(50, 1500)...), nil), at(0, nil, ms(times(10, 1)...))}, 1525 * time.Millisecond, 1525 * time.Millisecond},
+			[]leadSeen{at(8*time.Second, ms(times(50, 1500)...), nil), at(0, nil, ms(times(10, 1)...))}, 1525 * time.Millisecond, 1525 * time.Millisecond, 0},
 		{"few come: looks back past the window, up to what it keeps",
-			[]leadSeen{at(30*time.Second, nil, ms(times(15, 2)...)), at(0, nil, ms(times(10, 2)...))}, 900 * time.Millisecond, 7 * time.Millisecond},
-		{"a small fall is not worth a change", []leadSeen{at(0, nil, ms(times(30, 3)...))}, 9 * time.Millisecond, 9 * time.Millisecond},
+			[]leadSeen{at(30*time.Second, nil, ms(times(15, 2)...)), at(0, nil, ms(times(10, 2)...))}, 900 * time.Millisecond, 7 * time.Millisecond, 0},
+		{"a small fall is not worth a change", []leadSeen{at(0, nil, ms(times(30, 3)...))}, 9 * time.Millisecond, 9 * time.Millisecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, _, _ := leadMargin(tc.seen, now, tc.margin, DefaultMaxLead); got != tc.want {
+			if got, _, _ := leadMargin(tc.seen, now, tc.margin, DefaultMaxLead, cmp.Or(tc.cover, 1)); got != tc.want {
 				t.Fatalf("margin %v, want %v", got, tc.want)
 			}
 		})
@@ -168,6 +184,8 @@ func TestConfigBounds(t *testing.T) {
 		{"GroupSize", Config{GroupSize: -1}},
 		{"GroupBytes", Config{GroupBytes: -1}},
 		{"MaxLead", Config{MaxLead: -time.Millisecond}},
+		{"LeadCover", Config{LeadCover: 0.4}},
+		{"LeadCover", Config{LeadCover: 1.01}},
 		{"MaxWait", Config{MaxWait: LateWriterGrace - time.Millisecond}},
 		{"RedeliveryTimeout", Config{RedeliveryTimeout: -time.Second}},
 		{"FoutPolicy", Config{FoutPolicy: "lenient"}},

@@ -39,7 +39,7 @@ import (
 // and client_behind (the same clock 0.5 s behind the database's).
 //
 // Sub-benchmarks rep=R/rate=N/tsreg=F/version=V, alternating the versions inside each rate and
-// form. BRP_FRESH_VERSIONS lists them, comma-separated: "head" is this tree's commands, NAME=DIR
+// form, each rep starting with the next one. BRP_FRESH_VERSIONS lists them, comma-separated: "head" is this tree's commands, NAME=DIR
 // a directory holding publicatie and mutatielevering binaries of another build (whose own
 // `publicatie migrate` creates its schema). BRP_FRESH_RATES (default 500,2000),
 // BRP_FRESH_FORMS (default now,client,client_behind), BRP_FRESH_SECONDS (measured seconds per
@@ -62,7 +62,8 @@ import (
 // Figures: offered_hps (registrations per second committed in the measured window),
 // delivered_ratio (verzending arrivals in that window over registrations in it: 1 keeps up),
 // p50_ms, p90_ms, p95_ms, p99_ms, max_ms (commit to arrival, every registration of the window, waited
-// for after the window ends), reg_p50_ms (bijhouding's transaction), margin_p50_ms and
+// for after the window ends), reg_p50_ms (bijhouding's transaction), lead_p50_ms, lead_p99_ms,
+// lead_p999_ms and lead_max_ms (tsreg to the transaction's start: what the lead margin follows), margin_p50_ms and
 // margin_max_ms (the leader's lead margin, sampled every half second, and logged a second apart
 // over the run), order_violations, warnings,
 // and the CPU milliseconds per handeling of each part over the whole run (cpu_publicatie_ms,
@@ -93,6 +94,9 @@ func BenchmarkFreshness(b *testing.B) {
 	warm := freshRun(b, svc, versions[0], 2000, "now", 15*time.Second, 0)
 	b.Logf("warm-up (not measured): %s p50 %.1f ms, p99 %.1f ms", versions[0].name, warm["p50_ms"], warm["p99_ms"])
 	for rep := 1; rep <= reps; rep++ {
+		// Each rep starts with the next version: whichever runs first after the warm-up or
+		// another rate pays more, and none should always be it.
+		versions := slices.Concat(versions[(rep-1)%len(versions):], versions[:(rep-1)%len(versions)])
 		if n := envInt("BRP_FRESH_BACKLOG", 0); n > 0 {
 			for _, v := range versions {
 				b.Run(fmt.Sprintf("rep=%d/backlog=%d/version=%s", rep, n, v.name), measured(func(b *testing.B) figures {
@@ -166,24 +170,33 @@ func backlogRun(b *testing.B, svc *brptest.Services, v binVersion, n int) figure
 type binVersion struct {
 	name, pub, con string
 	layout         handeling.Layout // the database layout it runs on (NAME@kern)
+	settings       []string         // its processes' own settings (NAME+VAR=VALUE)
 }
 
 // env is what v's processes need beside the common settings.
 func (v binVersion) env() []string {
 	if v.layout == handeling.Kern {
-		return []string{"BRP_DATABASE_LAYOUT=kern"}
+		return append([]string{"BRP_DATABASE_LAYOUT=kern"}, v.settings...)
 	}
-	return nil
+	return v.settings
 }
 
 // binVersions returns the builds the variable env lists (comma-separated): "head" is this
 // tree's commands, NAME=DIR a directory holding publicatie and mutatielevering binaries of
 // another build. A name ending in @kern runs that build on the kern layout (a database with
 // rig.BijhoudingKern's tables, registrations written to them): "head,head@kern" compares the
-// layouts.
+// layouts. Settings of its own follow a version as +VAR=VALUE, the publicatie's without
+// their prefix: "head,head+LEADCOVER=0.99" compares a setting's two values on one build.
 func binVersions(b *testing.B, env string) []binVersion {
 	var out []binVersion
 	for _, v := range envList(env, "head") {
+		v, own, _ := strings.Cut(v, "+")
+		var settings []string
+		if own != "" {
+			for _, s := range strings.Split(own, "+") {
+				settings = append(settings, "BRP_LEVERING_ADMHNDPUBLICATIE_"+s)
+			}
+		}
 		name, dir, ok := strings.Cut(v, "=")
 		var layout handeling.Layout
 		if _, l, kern := strings.Cut(name, "@"); kern {
@@ -192,11 +205,15 @@ func binVersions(b *testing.B, env string) []binVersion {
 				b.Fatalf("%s: %s: %v", env, name, err)
 			}
 		}
+		if own != "" {
+			name += "+" + own
+		}
 		if !ok {
-			out = append(out, binVersion{name: name, pub: brptest.Build(b, "cmd/publicatie"), con: brptest.Build(b, "cmd/mutatielevering"), layout: layout})
+			out = append(out, binVersion{name: name, pub: brptest.Build(b, "cmd/publicatie"), con: brptest.Build(b, "cmd/mutatielevering"),
+				layout: layout, settings: settings})
 			continue
 		}
-		bv := binVersion{name: name, pub: filepath.Join(dir, "publicatie"), con: filepath.Join(dir, "mutatielevering"), layout: layout}
+		bv := binVersion{name: name, pub: filepath.Join(dir, "publicatie"), con: filepath.Join(dir, "mutatielevering"), layout: layout, settings: settings}
 		for _, f := range []string{bv.pub, bv.con} {
 			if _, err := os.Stat(f); err != nil {
 				b.Fatalf("%s: %v", env, err)
@@ -228,6 +245,7 @@ type registration struct {
 	h      load.Handeling
 	begin  time.Time // before the clock was read for tsreg
 	commit time.Time // when the commit returned
+	lead   float64   // seconds from tsreg to the transaction's start (the database's now())
 }
 
 // freshRun runs one measurement: a fresh database migrated by v's publicatie, held persons
@@ -324,7 +342,7 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	if rep.Distinct != len(regs) {
 		b.Fatalf("verzending holds %d distinct handelingen, %d registered", rep.Distinct, len(regs))
 	}
-	var lat, reg []float64
+	var lat, reg, leads []float64
 	offered, delivered := 0, 0
 	for id, r := range byID {
 		at := arrived[id]
@@ -337,9 +355,11 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		offered++
 		lat = append(lat, float64(at.Sub(r.commit))/float64(time.Millisecond))
 		reg = append(reg, float64(r.commit.Sub(r.begin))/float64(time.Millisecond))
+		leads = append(leads, 1000*r.lead)
 	}
 	slices.Sort(lat)
 	slices.Sort(reg)
+	slices.Sort(leads)
 	pct := func(xs []float64, p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
 	for k, v := range map[string]float64{
 		"offered_hps":      float64(offered) / d.Seconds(),
@@ -350,6 +370,10 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		"p99_ms":           pct(lat, 0.99),
 		"max_ms":           lat[len(lat)-1],
 		"reg_p50_ms":       pct(reg, 0.5),
+		"lead_p50_ms":      pct(leads, 0.5),
+		"lead_p99_ms":      pct(leads, 0.99),
+		"lead_p999_ms":     pct(leads, 0.999),
+		"lead_max_ms":      leads[len(leads)-1],
 		"order_violations": float64(len(rep.Violations)),
 	} {
 		f[k] = v
@@ -519,12 +543,12 @@ func register(b *testing.B, db *sqlx.DB, layout handeling.Layout, rate int, form
 			insert into kern.his_persafgeleidadministrati (pers, tsreg, actieinh, admhnd, tslaatstewijz, sorteervolgorde)
 				select p, ts, a, nr, ts, 1 from unnest(personen) p;`
 	}
-	db.MustExec(`create or replace function public.bench_register(nr bigint, klok timestamptz, personen bigint[]) returns timestamptz
+	db.MustExec(`create or replace function public.bench_register(nr bigint, klok timestamptz, personen bigint[], out ts timestamptz, out lead float8)
 		language plpgsql as $$
-		declare ts timestamptz; a bigint;
+		declare a bigint;
 		begin
 			` + body + `
-			return ts;
+			lead := extract(epoch from now() - ts);
 		end $$`)
 	total := int(float64(rate) * d.Seconds())
 	out := make([]registration, total)
@@ -542,7 +566,7 @@ func register(b *testing.B, db *sqlx.DB, layout handeling.Layout, rate int, form
 				return
 			}
 			defer conn.Close()
-			stmt, err := conn.PreparexContext(context.Background(), `select public.bench_register($1, $2, $3)`)
+			stmt, err := conn.PreparexContext(context.Background(), `select ts, lead from public.bench_register($1, $2, $3)`)
 			if err != nil {
 				errs <- err
 				return
@@ -563,7 +587,7 @@ func register(b *testing.B, db *sqlx.DB, layout handeling.Layout, rate int, form
 				}
 				slices.Sort(ps)
 				reg := registration{h: load.Handeling{ID: int64(i + 1), Soort: "VERHUIZING", Personen: ps}, begin: time.Now()}
-				if err := stmt.Get(&reg.h.Tsreg, reg.h.ID, reg.begin, pq.Array(ps)); err != nil {
+				if err := stmt.QueryRowx(reg.h.ID, reg.begin, pq.Array(ps)).Scan(&reg.h.Tsreg, &reg.lead); err != nil {
 					errs <- err
 					return
 				}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -105,6 +107,9 @@ func (w *world) consumerProc(t testing.TB, name, bin string, env ...string) *brp
 func (w *world) publisher(t testing.TB, cfg publicatie.Config) *publicatie.Publisher {
 	t.Helper()
 	cfg.Queue, cfg.ListenURL, cfg.Broker, cfg.Layout = w.q.Publicatie, w.dbURL, w.broker, brptest.Layout()
+	if cfg.LeadCover == 0 {
+		cfg.LeadCover = leadCover(t)
+	}
 	p, err := publicatie.New(w.db, cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +133,25 @@ func (w *world) consumers(t testing.TB, n, workers int) {
 
 // publisherProc starts a real publicatie process on the world's database and queues.
 func (w *world) publisherProc(t testing.TB, name, bin string, env ...string) *brptest.Proc {
+	if c := leadCover(t); c != 0 {
+		env = append([]string{fmt.Sprintf("BRP_LEVERING_ADMHNDPUBLICATIE_LEADCOVER=%g", c)}, env...)
+	}
 	return brptest.Start(t, name, bin, w.env(env...)...)
+}
+
+// leadCover is BRP_TEST_LEADCOVER: the scenarios' publishers run with that LEADCOVER
+// (publicatie.Config.LeadCover), to try the operator's other choice on the hostile and chaos
+// tests; unset, 0: the default.
+func leadCover(t testing.TB) float64 {
+	s := os.Getenv("BRP_TEST_LEADCOVER")
+	if s == "" {
+		return 0
+	}
+	c, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("BRP_TEST_LEADCOVER: %v", err)
+	}
+	return c
 }
 
 func (w *world) verify(t testing.TB) load.OrderReport {

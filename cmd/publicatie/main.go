@@ -64,6 +64,7 @@ func vars(pub *publicatie.Config) []setup.Var {
 		{Name: prefix + "STANDALONE", Value: (*setup.Bool)(&pub.Standalone)},
 		{Name: prefix + "REDELIVERYTIMEOUT", Value: (*setup.Seconds)(&pub.RedeliveryTimeout)},
 		{Name: prefix + "MAXLEAD", Value: (*setup.Millis)(&pub.MaxLead)},
+		{Name: prefix + "LEADCOVER", Value: (*setup.Share)(&pub.LeadCover)},
 		{Name: prefix + "MAXWAIT", Value: (*setup.Millis)(&pub.MaxWait)},
 		{Name: prefix + "PERSONLESSGRACE", Value: (*setup.Seconds)(&pub.PersonlessGrace)},
 		{Name: prefix + "WAKEUP", Value: (*setup.Not)(&pub.FixedDelay)},

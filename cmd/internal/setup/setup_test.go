@@ -52,3 +52,19 @@ func TestBytesAcceptUnits(t *testing.T) {
 		}
 	}
 }
+
+func TestShareAcceptsFractionsAndPercentages(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]float64{"0.99": 0.99, "99%": 0.99, " 1 ": 1, "100 %": 1, "0.5": 0.5, "12.5%": 0.125} {
+		var s Share
+		if err := s.Decode(v); err != nil || float64(s) != want {
+			t.Errorf("Share(%q) = %v, %v; want %v", v, float64(s), err, want)
+		}
+	}
+	for _, v := range []string{"0", "0%", "-0.5", "1.01", "101%", "", "%", "half", "NaN", "Inf"} {
+		var s Share
+		if err := s.Decode(v); err == nil {
+			t.Errorf("Share(%q) accepted: %v", v, float64(s))
+		}
+	}
+}

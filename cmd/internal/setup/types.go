@@ -102,6 +102,26 @@ func (p *Positive) Decode(v string) error {
 	return nil
 }
 
+// Share is a share greater than 0 and at most 1: a fraction (0.99) or a percentage (99%).
+type Share float64
+
+// Decode implements envconfig.Decoder.
+func (s *Share) Decode(v string) error {
+	v = strings.TrimSpace(v)
+	div := 1.0
+	if t, ok := strings.CutSuffix(v, "%"); ok {
+		v, div = strings.TrimSpace(t), 100
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if x /= div; err != nil || !(x > 0 && x <= 1) {
+		return fmt.Errorf("expected a share such as 0.99 or 99%%, at most 1")
+	}
+	*s = Share(x)
+	return nil
+}
+
+func (s Share) String() string { return strconv.FormatFloat(float64(s), 'g', -1, 64) }
+
 // Bytes is a positive size: bare bytes, or a number with a binary unit (KiB, MiB, GiB) or a
 // decimal one (kB, MB, GB).
 type Bytes int

@@ -176,7 +176,11 @@ func Unbounded(tagged any, validate func() error, vars ...Var) []string {
 		}
 		v := s.v
 		old := reflect.ValueOf(v.Interface())
-		v.SetInt(math.MaxInt64 / 2)
+		if v.CanFloat() {
+			v.SetFloat(math.MaxFloat32)
+		} else {
+			v.SetInt(math.MaxInt64 / 2)
+		}
 		if validate() == nil {
 			out = append(out, s.name)
 		}
