@@ -81,6 +81,40 @@ func TestLeadMargin(t *testing.T) {
 	}
 }
 
+// coveredLead leaves out the leads of the share uncovered of the registrations with the highest
+// ones, a sample weighing for the registrations it stands for.
+func TestCoveredLead(t *testing.T) {
+	t.Parallel()
+	ms := func(n ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range n {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		late, samples []time.Duration
+		taken         int
+		uncovered     float64
+		want          time.Duration
+	}{
+		{"nothing left out: the highest, late or sampled", ms(30, 90), ms(5, 120), 0, 0, 120 * time.Millisecond},
+		{"fewer than a hundred registrations: the highest", ms(300), ms(1, 2, 3), 0, 0.01, 300 * time.Millisecond},
+		{"the one in a hundred with the highest lead left out", ms(300, 40), ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 100, 0.01, 40 * time.Millisecond},
+		{"a sample stands for ten: the highest sample is one in ten, and covered", ms(300), ms(50, 1, 1, 1, 1, 1, 1, 1, 1, 1), 100, 0.01, 50 * time.Millisecond},
+		{"at a tenth left out, the highest sample's ten registrations are too", ms(300), ms(50, 1, 1, 1, 1, 1, 1, 1, 1, 1), 100, 0.11, time.Millisecond},
+		{"taken counts what was not sampled: two late of a thousand are left out", ms(400, 300), ms(2, 2, 2, 2), 1000, 0.01, 2 * time.Millisecond},
+		{"everything above the share: the lowest lead", ms(400, 300, 200), nil, 3, 0.9, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := coveredLead(tc.late, tc.samples, tc.taken, tc.uncovered); got != tc.want {
+				t.Fatalf("coveredLead %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // The sample rate asks for about leadSamplesPerSecond samples a second of what comes in.
 func TestSampleRate(t *testing.T) {
 	t.Parallel()
