@@ -11,17 +11,19 @@ import (
 	"github.com/brp/levering/internal/setting"
 )
 
+// ms are leads of n milliseconds each.
+func ms(n ...int) []time.Duration {
+	var out []time.Duration
+	for _, x := range n {
+		out = append(out, time.Duration(x)*time.Millisecond)
+	}
+	return out
+}
+
 // The margin follows the leads of leadWindow (leadMargin): raised on leadMinLate late ones to
 // the highest lead seen plus its cushion, lowered on leadMinObservations, never above MaxLead.
 func TestLeadMargin(t *testing.T) {
 	t.Parallel()
-	ms := func(n ...int) []time.Duration {
-		var out []time.Duration
-		for _, x := range n {
-			out = append(out, time.Duration(x)*time.Millisecond)
-		}
-		return out
-	}
 	times := func(n, x int) []int {
 		out := make([]int, n)
 		for i := range out {
@@ -85,13 +87,6 @@ func TestLeadMargin(t *testing.T) {
 // ones, a sample weighing for the registrations it stands for.
 func TestCoveredLead(t *testing.T) {
 	t.Parallel()
-	ms := func(n ...int) []time.Duration {
-		var out []time.Duration
-		for _, x := range n {
-			out = append(out, time.Duration(x)*time.Millisecond)
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		name          string
 		late, samples []time.Duration
