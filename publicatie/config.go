@@ -71,9 +71,9 @@ type Config struct {
 	// LeadCover is the share of registrations whose lead the margin covers (lead.go): 1, the
 	// default, covers the highest lead of the last seconds, and only a registration whose lead
 	// exceeds what the leader has seen (a lead beyond MaxLead, the first registrations of a
-	// clock that fell behind) is late. Below 1 the margin leaves out the leads of that share
-	// of the registrations with the highest ones (0.99: one in a hundred), so that stragglers of
-	// a busy application host (a wait for a connection or a CPU between reading the clock and
+	// clock that fell behind) is late. Below 1 the margin covers the leads of that share of
+	// the registrations and leaves out the highest ones (0.99: all but one in a hundred), so
+	// that the stragglers of a busy application host (a wait for a connection or a CPU between reading the clock and
 	// BEGIN) do not hold every handeling back by their lead; such a straggler is late, and ends
 	// fout ("ingehaald") when a newer handeling of its persons, registered within its lead, is
 	// delivered before it commits. From 0.5 to 1.
