@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 )
@@ -168,7 +169,10 @@ func (w *openWork) tookIn(n int) {
 // it falls by a fifth at least (a margin is kept while the leads stay near it), and never above
 // maxLead. It also returns how many leads it weighed and how many of those were late.
 func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration, cover float64) (want time.Duration, obs, late int) {
+	// At cover 1 (the default) the highest lead is all it needs: the leads are kept for
+	// coveredLead only below it, so a round pays no copies and no sort for a share it covers.
 	var leads, samples []time.Duration
+	highest := time.Duration(math.MinInt64)
 	taken := 0
 	for i := len(seen) - 1; i >= 0; i-- {
 		s := seen[i]
@@ -178,18 +182,27 @@ func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration, c
 		taken += s.taken
 		for _, d := range s.late {
 			obs++
-			leads = append(leads, d)
+			highest = max(highest, d)
 			if d > margin {
 				late++
 			}
 		}
-		obs += len(s.samples)
-		samples = append(samples, s.samples...)
+		for _, d := range s.samples {
+			obs++
+			highest = max(highest, d)
+		}
+		if cover < 1 {
+			leads = append(leads, s.late...)
+			samples = append(samples, s.samples...)
+		}
 	}
 	if obs == 0 {
 		return margin, 0, 0
 	}
-	covered := coveredLead(leads, samples, taken, 1-cover)
+	covered := highest
+	if cover < 1 {
+		covered = coveredLead(leads, samples, taken, 1-cover)
+	}
 	target := min(maxLead, max(0, covered+leadCushion(covered)))
 	switch {
 	case target > margin && late >= leadMinLate:
@@ -206,9 +219,6 @@ func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration, c
 // uncovered registrations (uncovered 0: always) it is the highest lead. late and samples are
 // not both empty.
 func coveredLead(late, samples []time.Duration, taken int, uncovered float64) time.Duration {
-	if uncovered <= 0 {
-		return slices.Max(slices.Concat(late, samples))
-	}
 	weight := 1.0
 	if len(samples) > 0 {
 		weight = max(1, float64(taken-len(late))/float64(len(samples)))

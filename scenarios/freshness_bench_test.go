@@ -39,9 +39,9 @@ import (
 // and client_behind (the same clock 0.5 s behind the database's).
 //
 // Sub-benchmarks rep=R/rate=N/tsreg=F/version=V, alternating the versions inside each rate and
-// form, each rep starting with the next one. BRP_FRESH_VERSIONS lists them, comma-separated: "head" is this tree's commands, NAME=DIR
-// a directory holding publicatie and mutatielevering binaries of another build (whose own
-// `publicatie migrate` creates its schema). BRP_FRESH_RATES (default 500,2000),
+// form, each rep starting with the next one. BRP_FRESH_VERSIONS lists them, comma-separated:
+// "head" is this tree's commands, NAME=DIR a directory holding publicatie and mutatielevering
+// binaries of another build (whose own `publicatie migrate` creates its schema). BRP_FRESH_RATES (default 500,2000),
 // BRP_FRESH_FORMS (default now,client,client_behind), BRP_FRESH_SECONDS (measured seconds per
 // run, default 20, after 3 s unmeasured), BRP_FRESH_REPS (default 1), BRP_FRESH_HISTORY
 // (handelingen already geleverd before each run starts, default 200,000: delivered);
@@ -61,11 +61,11 @@ import (
 //
 // Figures: offered_hps (registrations per second committed in the measured window),
 // delivered_ratio (verzending arrivals in that window over registrations in it: 1 keeps up),
-// p50_ms, p90_ms, p95_ms, p99_ms, max_ms (commit to arrival, every registration of the window, waited
-// for after the window ends), reg_p50_ms (bijhouding's transaction), lead_p50_ms, lead_p99_ms,
-// lead_p999_ms and lead_max_ms (tsreg to the transaction's start: what the lead margin follows), margin_p50_ms and
-// margin_max_ms (the leader's lead margin, sampled every half second, and logged a second apart
-// over the run), order_violations, warnings,
+// p50_ms, p90_ms, p95_ms, p99_ms, max_ms (commit to arrival, every registration of the window,
+// waited for after the window ends), reg_p50_ms (bijhouding's transaction), lead_p50_ms,
+// lead_p99_ms, lead_p999_ms and lead_max_ms (tsreg to the transaction's start: what the lead
+// margin follows), margin_p50_ms and margin_max_ms (the leader's lead margin, sampled every
+// half second, and logged a second apart over the run), order_violations, warnings,
 // and the CPU milliseconds per handeling of each part over the whole run (cpu_publicatie_ms,
 // cpu_mutatielevering_ms, cpu_broker_ms, cpu_postgres_ms, cpu_bench_ms: registering and
 // reading, cpu_machine_ms: everything).
