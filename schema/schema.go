@@ -15,6 +15,10 @@
 // counts as applied only when both parts are done; after a crash it runs again from the
 // start, so both parts must be idempotent ("if not exists", "create or replace"), and an
 // index a crashed "concurrently" build left invalid is dropped and built again.
+//
+// The service's functions, triggers and views are not changed by numbered migrations any more
+// (since 0020, kern 0007): their current text is in definitions/<layout>/, one file per
+// subject, applied after the numbered migrations whenever it changes (Definition).
 package schema
 
 import (
@@ -36,7 +40,7 @@ import (
 	"github.com/brp/levering/handeling"
 )
 
-//go:embed migrations/*.sql kern/*.sql grants/*.sql
+//go:embed migrations/*.sql kern/*.sql grants/*.sql definitions/*/*.sql
 var migrations embed.FS
 
 // dir is the directory of layout l's migrations.
@@ -192,10 +196,11 @@ func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
 	return MigrateWith(ctx, db, Config{})
 }
 
-// MigrateWith applies every migration not yet recorded in schema_migrations, in order, under
-// a session advisory lock, so it is idempotent and safe to run from several processes at
-// once. It returns the names of the migrations it applied. It retries a step that times out
-// on a lock until ctx ends.
+// MigrateWith applies every migration not yet recorded in schema_migrations, in order, then
+// the definitions whose text the database has not applied (Definition), under a session
+// advisory lock, so it is idempotent and safe to run from several processes at once. It
+// returns the names of the migrations and definitions files it applied. It retries a step
+// that times out on a lock until ctx ends.
 func MigrateWith(ctx context.Context, db *sql.DB, cfg Config) ([]string, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -238,6 +243,10 @@ func MigrateWith(ctx context.Context, db *sql.DB, cfg Config) ([]string, error) 
 		return nil, err
 	}
 	var done []string
+	current := 0
+	for v := range applied {
+		current = max(current, v)
+	}
 	for _, m := range all {
 		if _, ok := applied[m.Version]; ok {
 			continue
@@ -246,8 +255,10 @@ func MigrateWith(ctx context.Context, db *sql.DB, cfg Config) ([]string, error) 
 			return done, err
 		}
 		done = append(done, m.Name)
+		current = max(current, m.Version)
 	}
-	return done, nil
+	defined, err := define(ctx, conn, cfg, current)
+	return append(done, defined...), err
 }
 
 type queryer interface {

@@ -53,7 +53,7 @@ func TestKernThroughTheBinary(t *testing.T) {
 	}
 
 	db, dbURL := brptest.BareDB(t, rig.BijhoudingKern)
-	if code, out, lines := runKern(t, bin, dbURL, "migrate"); code != 0 || !strings.Contains(out, "migrations applied now") {
+	if code, out, lines := runKern(t, bin, dbURL, "migrate"); code != 0 || !strings.Contains(out, "definitions files applied now") {
 		t.Fatalf("migrate: exit %d:\n%s%s", code, out, lines)
 	}
 	if code, out, lines := runKern(t, bin, dbURL, "migrate", "status"); code != 0 || !strings.Contains(out, "schema up to date") {

@@ -160,7 +160,7 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	fmt.Fprintf(stdout, "schema up to date (%d migrations applied now)\n", len(applied))
+	fmt.Fprintf(stdout, "schema up to date (%d migrations and definitions files applied now)\n", len(applied))
 	for _, name := range applied {
 		log.Info("migration applied", slog.String("migration", name))
 	}
@@ -210,11 +210,14 @@ func printMigrations(ctx context.Context, db *sqlx.DB, l handeling.Layout, stdou
 	if st.Current > st.Latest {
 		fmt.Fprintf(stdout, "database at %04d, ahead of this binary (%04d): a newer release migrated it\n", st.Current, st.Latest)
 	}
+	for _, d := range st.StaleDefinitions {
+		fmt.Fprintf(stdout, "      definitions/%-38s pending (its text changed)\n", d)
+	}
 	for _, ix := range st.InvalidIndexes {
 		fmt.Fprintf(stdout, "invalid index %s (an interrupted build): publicatie migrate builds it again\n", ix)
 	}
 	if n := st.Pending(); n > 0 {
-		fmt.Fprintf(stdout, "%d migrations pending: run publicatie migrate\n", n)
+		fmt.Fprintf(stdout, "%d migrations and definitions files pending: run publicatie migrate\n", n)
 	} else {
 		fmt.Fprintln(stdout, "schema up to date")
 	}

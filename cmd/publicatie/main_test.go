@@ -136,6 +136,7 @@ func TestMigrateGivesUpOnAnUnreachableDatabase(t *testing.T) {
 func TestSchemaCheckAndMigrateStatus(t *testing.T) {
 	db, dbURL := brptest.DB(t)
 	db.MustExec(`delete from schema_migrations where version = (select max(version) from schema_migrations)`)
+	db.MustExec(`update schema_definitions set sha256 = 'older' where name = 'horizon.sql'`)
 	bin := brptest.Build(t, "cmd/publicatie")
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
@@ -150,13 +151,14 @@ func TestSchemaCheckAndMigrateStatus(t *testing.T) {
 		}
 		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 	}
-	if code, out, _ := run("migrate", "status"); code != 0 || !strings.Contains(out, "pending\n") || !strings.Contains(out, "1 migrations pending: run publicatie migrate") {
+	if code, out, _ := run("migrate", "status"); code != 0 || !strings.Contains(out, "pending\n") || !strings.Contains(out, "definitions/horizon.sql") ||
+		!strings.Contains(out, "2 migrations and definitions files pending: run publicatie migrate") {
 		t.Fatalf("migrate status: exit %d:\n%s", code, out)
 	}
 	if code, _, stderr := run(); code != 1 || !strings.Contains(stderr, "run publicatie migrate") {
 		t.Fatalf("publicatie on an older schema: exit %d, stderr:\n%s", code, stderr)
 	}
-	if code, out, stderr := run("migrate"); code != 0 || !strings.Contains(out, "(1 migrations applied now)") {
+	if code, out, stderr := run("migrate"); code != 0 || !strings.Contains(out, "(2 migrations and definitions files applied now)") {
 		t.Fatalf("migrate: exit %d:\n%s%s", code, out, stderr)
 	}
 	if code, out, _ := run("migrate", "status"); code != 0 || !strings.Contains(out, "schema up to date") || strings.Contains(out, "pending") {

@@ -1,0 +1,8 @@
+-- From this release on, the service's functions, triggers and views have their current text in
+-- schema/definitions/kern, applied by migrate after the numbered migrations whenever a file's
+-- text changes (schema.Definition). This migration changes no table: it marks the release whose
+-- definitions came with it (the contract layout's migration 0020 says why).
+--
+-- What this release's definitions change: a release (admhnd_levering.vrijgegeven) is recorded
+-- as a change of fout state only for a handeling in fout, as the contract layout's trigger
+-- always did.

@@ -1,0 +1,12 @@
+-- From this release on, the service's functions, triggers and views have their current text in
+-- schema/definitions/contract, applied by migrate after the numbered migrations whenever a
+-- file's text changes (schema.Definition). This migration changes no table: it marks the
+-- release whose definitions came with it, so that a database's version tells which release's
+-- texts it holds, and an older binary knows the database is ahead of it and leaves them.
+-- Every later change of a definitions file comes with a numbered migration of its own, a
+-- comment like this one when no table changes (schema/definitions/versions.txt).
+--
+-- What this release's definitions change: the registration trigger records and samples only
+-- handelingen still to be delivered (statuslev NULL), as the kern layout's always did; one
+-- inserted with a status (a fout set by hand) is no longer recorded for the publisher's view,
+-- which skipped it anyway.
