@@ -21,9 +21,10 @@
 --   holds the horizon until it ends (publicatie_horizon).
 --
 -- A late writer is a transaction whose first registration comes more than half a second after
--- it began (publicatie.LateWriterGrace): until its first write it had no transaction id, and
--- the horizon stops waiting for such a transaction after a second, so what it registers may
--- lie behind the publisher's stand. A transaction that registered early held the horizon back
+-- it began: until its first write it had no transaction id, and the horizon stops waiting for
+-- such a transaction after a second (publicatie.LateWriterGrace), so what it registers may lie
+-- behind the publisher's stand. Half of that, so that a transaction between the two is recorded
+-- although the horizon still holds it. A transaction that registered early held the horizon back
 -- from then on: the first registration marks it (brp_levering.vroeg).
 create or replace function publicatie_geregistreerd() returns trigger
     language plpgsql security definer as $$
