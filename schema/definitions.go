@@ -68,12 +68,6 @@ func DefinitionsOf(l handeling.Layout) ([]Definition, error) {
 	return out, nil
 }
 
-const createDefinitionsTable = `create table if not exists schema_definitions (
-    name       text        primary key,
-    sha256     text        not null,
-    applied_at timestamptz not null default now()
-)`
-
 // appliedSums reads what schema_definitions records (query: its name and sha256 columns):
 // file name to sum.
 func appliedSums(ctx context.Context, q queryer, query string) (map[string]string, error) {
@@ -107,8 +101,9 @@ func stale(all []Definition, applied map[string]string) []Definition {
 	return out
 }
 
-// define applies layout's stale definitions in one transaction and records their sums. It
-// leaves a database ahead of this binary (current > latest) as it is.
+// define applies layout's stale definitions in one transaction and records their sums in
+// schema_definitions (migration 0020, kern 0007). It leaves a database ahead of this binary
+// (current > latest) as it is.
 func define(ctx context.Context, conn *sql.Conn, cfg Config, current int) ([]string, error) {
 	all, err := DefinitionsOf(cfg.Layout)
 	if err != nil {
@@ -118,9 +113,6 @@ func define(ctx context.Context, conn *sql.Conn, cfg Config, current int) ([]str
 		cfg.Log.Warn("database migrated by a newer release: its functions, triggers and views are left as they are",
 			slog.Int("database_version", current), slog.Int("binary_version", latest))
 		return nil, nil
-	}
-	if _, err := conn.ExecContext(ctx, createDefinitionsTable); err != nil {
-		return nil, fmt.Errorf("schema: create schema_definitions: %w", err)
 	}
 	applied, err := appliedSums(ctx, conn, `select name, sha256 from schema_definitions`)
 	if err != nil {

@@ -40,7 +40,7 @@ end $$;
 select format('grant usage on schema %I to %I', current_schema(), :'service_role') \gexec
 grant select on admhnd, admhnd_persoon to :"service_role";
 grant update (statuslev, tslev, tspub, foutreden, vrijgegeven) on admhnd to :"service_role";
-grant select on schema_migrations, publicatie_horizon to :"service_role";
+grant select on schema_migrations, schema_definitions, publicatie_horizon to :"service_role";
 grant select, insert, update on publicatie_lease to :"service_role";
 grant select, insert on admhnd_beheer to :"service_role";
 grant usage on sequence admhnd_beheer_id_seq to :"service_role";

@@ -35,7 +35,7 @@ revoke create on schema brp_levering from public;
 grant usage on schema kern, brp_levering to :"service_role";
 grant select on kern.admhnd, kern.his_persafgeleidadministrati, kern.srtadmhnd to :"service_role";
 grant update (statuslev, tslev) on kern.admhnd to :"service_role";
-grant select on brp_levering.schema_migrations, brp_levering.publicatie_horizon to :"service_role";
+grant select on brp_levering.schema_migrations, brp_levering.schema_definitions, brp_levering.publicatie_horizon to :"service_role";
 grant select, insert, update on brp_levering.publicatie_lease to :"service_role";
 grant select, insert on brp_levering.admhnd_beheer to :"service_role";
 grant usage on sequence brp_levering.admhnd_beheer_id_seq to :"service_role";
