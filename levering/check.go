@@ -1,12 +1,10 @@
 package levering
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/lib/pq"
 
@@ -30,23 +28,10 @@ type row struct {
 	newerInLevering []int64 // newer handelingen of its persons outside the batch in levering
 }
 
-// place is a handeling's place in delivery order: (tsreg, id), where a tsreg outside the
-// accepted range sorts where the database sorts it (end -1 before everything, 1 after).
-type place struct {
-	end   int
-	tsreg time.Time
-	id    int64
-}
-
-func (a place) compare(b place) int {
-	if c := cmp.Compare(a.end, b.end); c != 0 {
-		return c
-	}
-	if c := a.tsreg.Compare(b.tsreg); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.id, b.id)
-}
+// place is a handeling's place in delivery order, as the publisher's: (tsreg, id), where a
+// tsreg outside the accepted range sorts where the database sorts it (End -1 before
+// everything, 1 after).
+type place = handeling.Place
 
 // checked is a row of checkSQL's result: a handeling of the batch (batch, with its persons) or
 // another handeling of one of their persons (with that person).
@@ -81,10 +66,10 @@ func (s *statements) check(ctx context.Context, q prepared.Tx, ids []int64, excl
 		var kind string
 		var c checked
 		var personen pq.Int64Array
-		if err := rs.Scan(&kind, &c.id, &c.soort, &c.at.end, &c.tsreg, &c.status, &c.vrijgegeven, &personen, &c.onderweg); err != nil {
+		if err := rs.Scan(&kind, &c.id, &c.soort, &c.at.End, &c.tsreg, &c.status, &c.vrijgegeven, &personen, &c.onderweg); err != nil {
 			return nil, fmt.Errorf("check: %w", err)
 		}
-		c.batch, c.personen, c.at.tsreg, c.at.id = kind == "b", personen, c.tsreg.Time, c.id
+		c.batch, c.personen, c.at.Tsreg, c.at.ID = kind == "b", personen, c.tsreg.Time, c.id
 		read = append(read, c)
 	}
 	if err := rs.Err(); err != nil {
@@ -139,17 +124,17 @@ func bearOn(r *row, byPerson map[int64][]other) {
 	for _, p := range r.personen {
 		for j := range byPerson[p] {
 			o := &byPerson[p][j]
-			switch c := o.at.compare(r.at); {
-			case c < 0 && o.open && (first == nil || o.at.compare(first.at) < 0):
+			switch c := o.at.Compare(r.at); {
+			case c < 0 && o.open && (first == nil || o.at.Compare(first.at) < 0):
 				first = o
 			case c > 0 && o.out:
 				r.overtaken = true
-			case c > 0 && o.inLevering && !slices.Contains(r.newerInLevering, o.at.id):
-				r.newerInLevering = append(r.newerInLevering, o.at.id)
+			case c > 0 && o.inLevering && !slices.Contains(r.newerInLevering, o.at.ID):
+				r.newerInLevering = append(r.newerInLevering, o.at.ID)
 			}
 		}
 	}
 	if first != nil {
-		r.blocker, r.blockerNull = first.at.id, first.teLeveren
+		r.blocker, r.blockerNull = first.at.ID, first.teLeveren
 	}
 }

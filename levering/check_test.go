@@ -11,13 +11,13 @@ import (
 // inBatch is checkSQL's 'b' row of handeling id of the batch.
 func inBatch(id int64, status handeling.Status, personen ...int64) checked {
 	p := at(id)
-	return checked{batch: true, id: id, soort: "GEBOORTE", at: p, tsreg: sql.NullTime{Time: p.tsreg, Valid: true}, status: status, personen: personen}
+	return checked{batch: true, id: id, soort: "GEBOORTE", at: p, tsreg: sql.NullTime{Time: p.Tsreg, Valid: true}, status: status, personen: personen}
 }
 
 // ofPerson is checkSQL's 'h' row of handeling id for person.
 func ofPerson(id, person int64, status handeling.Status) checked {
 	p := at(id)
-	return checked{id: id, at: p, tsreg: sql.NullTime{Time: p.tsreg, Valid: true}, status: status, personen: []int64{person}}
+	return checked{id: id, at: p, tsreg: sql.NullTime{Time: p.Tsreg, Valid: true}, status: status, personen: []int64{person}}
 }
 
 // bearing is what relate works out for a handeling of the batch.
@@ -55,7 +55,7 @@ var relateTests = []struct {
 	{name: "an older geleverd bears on nothing", read: []checked{inBatch(5, inLevering, 10), ofPerson(3, 10, geleverd)},
 		want: []bearing{{id: 5}}},
 	{name: "an odd tsreg below the range is older than all", read: []checked{inBatch(5, inLevering, 10),
-		{id: 9, at: place{end: -1, id: 9}, status: teLeveren, personen: []int64{10}}},
+		{id: 9, at: place{End: -1, ID: 9}, status: teLeveren, personen: []int64{10}}},
 		want: []bearing{{id: 5, blocker: 9, blockerNull: true}}},
 	{name: "a newer geleverd overtakes", read: []checked{inBatch(5, inLevering, 10), ofPerson(7, 10, geleverd)},
 		want: []bearing{{id: 5, overtaken: true}}},

@@ -55,7 +55,7 @@ func decide(rows []row, carried map[int64][][]int64, newer map[int64]handeling.S
 	for id := range carried {
 		res[id] = result{outcome: unknown}
 	}
-	slices.SortFunc(rows, func(a, b row) int { return a.at.compare(b.at) })
+	slices.SortFunc(rows, func(a, b row) int { return a.at.Compare(b.at) })
 	held := holds{}
 	for _, r := range rows {
 		res[r.id] = decideOne(r, carried[r.id], newer, excludedSoorten, strict, held)

@@ -16,12 +16,12 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // at is the place of handeling id registered id seconds after t0.
-func at(id int64) place { return place{tsreg: t0.Add(time.Duration(id) * time.Second), id: id} }
+func at(id int64) place { return place{Tsreg: t0.Add(time.Duration(id) * time.Second), ID: id} }
 
 // hnd is handeling id of the batch, registered id seconds after t0, with its status and persons.
 func hnd(id int64, status handeling.Status, personen ...int64) row {
 	p := at(id)
-	return row{id: id, at: p, soort: "GEBOORTE", tsreg: sql.NullTime{Time: p.tsreg, Valid: true}, status: status, personen: personen}
+	return row{id: id, at: p, soort: "GEBOORTE", tsreg: sql.NullTime{Time: p.Tsreg, Valid: true}, status: status, personen: personen}
 }
 
 // with returns r changed by f.
@@ -44,7 +44,7 @@ func held(reason string) result     { return result{outcome: heldBack, reason: r
 func markFout(reason string) result { return result{outcome: markedFout, reason: reason} }
 
 // oddTsreg gives r a tsreg above the accepted range.
-func oddTsreg(r *row) { r.tsreg, r.at = sql.NullTime{}, place{end: 1, id: r.id} }
+func oddTsreg(r *row) { r.tsreg, r.at = sql.NullTime{}, place{End: 1, ID: r.id} }
 
 // decideTests are the cases of TestDecide.
 var decideTests = []struct {
@@ -80,7 +80,7 @@ var decideTests = []struct {
 	{name: "odd tsreg ends fout, after the others", rows: []row{with(hnd(1, inLevering, 10), oddTsreg), hnd(2, inLevering, 10)},
 		want: map[int64]result{1: markFout(handeling.FoutTsreg), 2: del}},
 	{name: "odd tsreg ends fout and holds back what comes after",
-		rows: []row{hnd(4, inLevering, 10), with(hnd(3, inLevering, 10), func(r *row) { r.tsreg, r.at = sql.NullTime{}, place{end: -1, id: r.id} })},
+		rows: []row{hnd(4, inLevering, 10), with(hnd(3, inLevering, 10), func(r *row) { r.tsreg, r.at = sql.NullTime{}, place{End: -1, ID: r.id} })},
 		want: map[int64]result{3: markFout(handeling.FoutTsreg), 4: held(reasonBehindFout)}},
 	{name: "overtaken by a newer geleverd", rows: []row{with(hnd(1, inLevering, 10), func(r *row) { r.overtaken = true }), hnd(2, inLevering, 10)},
 		want: map[int64]result{1: markFout(handeling.FoutOvertaken), 2: held(reasonBehindFout)}},
@@ -161,30 +161,6 @@ func TestCarriedAre(t *testing.T) {
 			if !slices.Equal(carried[i], tt.carried[i]) {
 				t.Errorf("carriedAre changed its argument: %v, was %v", carried, tt.carried)
 			}
-		}
-	}
-}
-
-func TestPlaceCompare(t *testing.T) {
-	tests := []struct {
-		a, b place
-		want int
-	}{
-		{at(1), at(1), 0},
-		{at(1), at(2), -1},
-		{at(2), at(1), 1},
-		{place{tsreg: t0, id: 2}, place{tsreg: t0, id: 1}, 1}, // the same tsreg: by id
-		{place{end: -1, id: 9}, place{tsreg: time.Time{}, id: 1}, -1},
-		{place{end: -1, id: 9}, place{end: -1, id: 1}, 1}, // the same end: by id
-		{place{end: 1, id: 1}, at(1 << 20), 1},
-		{place{end: 1, id: 1}, place{end: -1, id: 2}, 1},
-	}
-	for _, tt := range tests {
-		if got := tt.a.compare(tt.b); got != tt.want {
-			t.Errorf("%+v.compare(%+v) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-		if got := tt.b.compare(tt.a); got != -tt.want {
-			t.Errorf("%+v.compare(%+v) = %d, want %d", tt.b, tt.a, got, -tt.want)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func (v *view) groups(heads []Candidate, blocked map[int64]struct{}, budget, siz
 		if growing.Len() > 0 {
 			g = growing[0]
 		}
-		if next < len(heads) && (g == nil || !g.oldest().before(v.placeOf(heads[next]))) {
+		if next < len(heads) && (g == nil || !g.oldest().Before(v.placeOf(heads[next]))) {
 			h := v.grouper(heads[next], blocked, size, bytes)
 			next++
 			taken++
@@ -132,7 +132,7 @@ func (g *grouping) grow(blocked map[int64]struct{}) bool {
 		return false
 	}
 	g.seen[n] = true
-	c := Candidate{ID: n.id, Personen: n.personen}
+	c := Candidate{ID: n.ID, Personen: n.personen}
 	if !g.v.mayJoin(n, g.next, blocked) || g.used+memberBytes(c) > g.bytes {
 		return false
 	}
@@ -152,7 +152,7 @@ func (g *grouping) grow(blocked map[int64]struct{}) bool {
 type groupingHeap []*grouping
 
 func (h groupingHeap) Len() int           { return len(h) }
-func (h groupingHeap) Less(i, j int) bool { return h[i].oldest().before(h[j].oldest()) }
+func (h groupingHeap) Less(i, j int) bool { return h[i].oldest().Before(h[j].oldest()) }
 func (h groupingHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *groupingHeap) Push(x any)        { *h = append(*h, x.(*grouping)) }
 func (h *groupingHeap) Pop() any {

@@ -45,10 +45,10 @@ func TestViewParksHeldWork(t *testing.T) {
 	add(5, 4)    // free
 	add(6, 5, 6) // free
 	add(7, 6)    // behind 6, in the view
-	v.stand = place{at(7), 7}
+	v.stand = place{Tsreg: at(7), ID: 7}
 	ready(1, 5, 6)
 	counts("the intake", 4, 3, 3, 2)
-	if !v.parked[3].held || v.parked[3].place != (place{at(3), 3}) || len(v.parked) != 1 {
+	if !v.parked[3].held || v.parked[3].place != (place{Tsreg: at(3), ID: 3}) || len(v.parked) != 1 {
 		t.Fatalf("parked persons %v, want person 3 held from handeling 3", v.parked)
 	}
 
@@ -57,7 +57,7 @@ func TestViewParksHeldWork(t *testing.T) {
 	v.hold(newly)
 	ready(1, 5)
 	counts("a fout of person 5", 2, 5, 5, 4)
-	if v.parkedXor != 2^3^4^6^7 || v.firstParked != (place{at(2), 2}) {
+	if v.parkedXor != 2^3^4^6^7 || v.firstParked != (place{Tsreg: at(2), ID: 2}) {
 		t.Fatalf("parked xor %d, first %v", v.parkedXor, v.firstParked)
 	}
 
@@ -76,7 +76,7 @@ func TestViewParksHeldWork(t *testing.T) {
 	}
 	v.rewind()
 	counts("the rewind", 2, 0, 0, 0) // 0 and 1 lie before the first parked handeling
-	if v.stand != (place{at(2), 1}) || len(v.parked) != 0 {
+	if v.stand != (place{Tsreg: at(2), ID: 1}) || len(v.parked) != 0 {
 		t.Fatalf("after the rewind: stand %+v, parked %v", v.stand, v.parked)
 	}
 	// Read again: person 5 is still held, so 6 and 7 are parked again; the rest comes back.

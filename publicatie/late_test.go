@@ -212,7 +212,7 @@ func TestLeadMarginIsLearned(t *testing.T) {
 	tx := e.db.MustBegin()
 	var lead time.Duration
 	if err := tx.Get(&lead, `insert into admhnd (id, soort, tsreg) values (60, 'VERHUIZING', $1::timestamptz - interval '1 ms')
-		returning (extract(epoch from now() - tsreg) * 1e9)::bigint`, stand.tsreg); err != nil {
+		returning (extract(epoch from now() - tsreg) * 1e9)::bigint`, stand.Tsreg); err != nil {
 		t.Fatal(err)
 	}
 	tx.MustExec(`insert into admhnd_persoon values (60, 60)`)

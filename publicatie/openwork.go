@@ -143,10 +143,10 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 	}
 	if recordedLate {
 		w.dirty = true // emptied publicatie_herlees
-		if !v.stand.before(oldest) {
+		if !v.stand.Before(oldest) {
 			// Registered behind the stand: the view is no longer the prefix it must be.
 			w.log.Info("handelingen registered with a tsreg the publisher's view had passed; building the view again",
-				slog.Int64("admhnd_id", oldest.id), slog.Time("tsreg", oldest.tsreg))
+				slog.Int64("admhnd_id", oldest.ID), slog.Time("tsreg", oldest.Tsreg))
 			v = w.rebuild(rebuildLate)
 		}
 	}
@@ -190,14 +190,14 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 	for _, r := range rows {
 		if r.nakomer {
 			w.dirty = true // the intake emptied publicatie_nakomer
-		} else if v.stand.before(r.place) {
+		} else if v.stand.Before(r.place) {
 			v.stand = r.place
 		}
 	}
 	for i := 0; i < len(rows); {
 		r := rows[i]
-		c := Candidate{ID: r.id}
-		for ; i < len(rows) && rows[i].id == r.id && rows[i].nakomer == r.nakomer; i++ {
+		c := Candidate{ID: r.ID}
+		for ; i < len(rows) && rows[i].ID == r.ID && rows[i].nakomer == r.nakomer; i++ {
 			if rows[i].persoon.Valid {
 				c.Personen = append(c.Personen, rows[i].persoon.Int64)
 			}
@@ -206,8 +206,8 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 		case !r.nakomer:
 			read++
 			persons += len(c.Personen)
-			v.add(c, r.tsreg, true)
-		case oldStand.before(r.place):
+			v.add(c, r.Tsreg, true)
+		case oldStand.Before(r.place):
 			// After the old stand: the intake read it above, or reads it in its turn. Taken in
 			// now, it would head its persons' queues in front of their older handelingen not
 			// yet taken in.
@@ -215,7 +215,7 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 			// Behind the stand: among the parked it is parked too, with what the view holds
 			// of its persons after it (view.put).
 			late++
-			v.put(c, r.tsreg)
+			v.put(c, r.Tsreg)
 		}
 	}
 	if read > 0 {
@@ -318,7 +318,7 @@ func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err 
 	}
 	n, xor := v.size()+v.parkedN, v.xor^v.parkedXor
 	for _, id := range sum.pending {
-		if e, in := v.byID[id]; in && !v.stand.before(e.place) {
+		if e, in := v.byID[id]; in && !v.stand.Before(e.place) {
 			n, xor = n-1, xor^id
 		}
 	}

@@ -146,7 +146,7 @@ type intakeRow struct {
 // whole budget is taken in when it is next. cut says it stopped there; the rest of the rows
 // are left unread (lib/pq still drains them from the connection).
 func (s *statements) readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) (out []intakeRow, cut bool, err error) {
-	query, args := s.intakeSQL, []any{horizon, stand.tsregArg(), stand.id, limit, pq.Array(recheck), pq.Array(excluded)}
+	query, args := s.intakeSQL, []any{horizon, tsregArg(stand), stand.ID, limit, pq.Array(recheck), pq.Array(excluded)}
 	if s.layout.IsDefaultExcluded(excluded) {
 		query, args = s.intakeDefaultSQL, args[:5]
 	}
@@ -160,15 +160,15 @@ func (s *statements) readIntake(ctx context.Context, q querier, excluded []strin
 	before, handelingen, start, last, persons := 0, 0, 0, int64(0), 0
 	for rows.Next() {
 		var r intakeRow
-		if err := rows.Scan(&r.id, &r.tsreg, &r.persoon, &r.nakomer); err != nil {
+		if err := rows.Scan(&r.ID, &r.Tsreg, &r.persoon, &r.nakomer); err != nil {
 			return nil, false, fmt.Errorf("read intake: %w", err)
 		}
 		if !r.nakomer {
-			if handelingen == 0 || r.id != last {
+			if handelingen == 0 || r.ID != last {
 				if handelingen > 0 {
 					before += intakeCost(persons)
 				}
-				handelingen, start, last, persons = handelingen+1, len(out), r.id, 0
+				handelingen, start, last, persons = handelingen+1, len(out), r.ID, 0
 			}
 			if r.persoon.Valid {
 				persons++
@@ -312,14 +312,14 @@ func (s *statements) readHerlees(ctx context.Context, q querier) (oldest place, 
 	for _, s := range sampleSecs {
 		samples = append(samples, seconds(s))
 	}
-	return place{tsreg: tsreg.Time, id: id.Int64}, id.Valid, late, samples, nil
+	return place{Tsreg: tsreg.Time, ID: id.Int64}, id.Valid, late, samples, nil
 }
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what
 // the view holds when it and the database agree. It leaves out, and returns as pending, those
 // recorded in publicatie_nakomer or publicatie_fout_changes from the same snapshot.
 func (s *statements) readChecksum(ctx context.Context, q querier, excluded []string, stand place) (sum checksum, err error) {
-	query, args := s.checksumSQL, []any{stand.tsregArg(), stand.id, pq.Array(excluded)}
+	query, args := s.checksumSQL, []any{tsregArg(stand), stand.ID, pq.Array(excluded)}
 	if s.layout.IsDefaultExcluded(excluded) {
 		query, args = s.checksumDefaultSQL, args[:2]
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/btree"
+
+	"github.com/brp/levering/handeling"
 )
 
 // view is the leader's picture of the open work, kept in memory across its rounds: every
@@ -90,22 +92,15 @@ func entryCost(n int) int { return entryBytes + n*personBytes }
 // were new to the view.
 func intakeCost(n int) int { return entryBytes + n*(personBytes+queueBytes) }
 
-// place is a handeling's place in delivery order: tsreg, ties by id.
-type place struct {
-	tsreg time.Time
-	id    int64
-}
+// place is a handeling's place in delivery order (tsreg, ties by id), as the consumer's.
+type place = handeling.Place
 
-func (a place) before(b place) bool {
-	return a.tsreg.Before(b.tsreg) || a.tsreg.Equal(b.tsreg) && a.id < b.id
-}
-
-// tsregArg is a.tsreg as a query argument: '-infinity' for the zero place.
-func (a place) tsregArg() any {
-	if a.tsreg.IsZero() {
+// tsregArg is a's tsreg as a query argument: '-infinity' for the zero place.
+func tsregArg(a place) any {
+	if a.Tsreg.IsZero() {
 		return "-infinity"
 	}
-	return a.tsreg
+	return a.Tsreg
 }
 
 // entry is a handeling in the view.
@@ -115,7 +110,7 @@ type entry struct {
 	heads    int // persons whose queue it heads: ready when heads == len(personen)
 }
 
-func (e *entry) less(o *entry) bool { return e.before(o.place) }
+func (e *entry) less(o *entry) bool { return e.Before(o.place) }
 
 func (e *entry) isReady() bool { return e.heads == len(e.personen) }
 
@@ -148,14 +143,14 @@ func (v *view) add(c Candidate, tsreg time.Time, mayPark bool) {
 	if _, ok := v.byID[c.ID]; ok {
 		return
 	}
-	pl := place{tsreg: tsreg, id: c.ID}
+	pl := place{Tsreg: tsreg, ID: c.ID}
 	if held := v.heldBy(c.Personen, pl); held || mayPark && v.mustPark(c.Personen) || !mayPark && v.parkedBefore(c.Personen, pl) {
 		v.parkAt(c.ID, c.Personen, pl, held, !mayPark)
 		return
 	}
 	e := &entry{place: pl, personen: c.Personen}
-	v.byID[e.id] = e
-	v.xor ^= e.id
+	v.byID[e.ID] = e
+	v.xor ^= e.ID
 	v.bytes += entryCost(len(e.personen))
 	for _, p := range e.personen {
 		q := v.queues[p]
@@ -210,7 +205,7 @@ func (v *view) mustPark(personen []int64) bool {
 // of an unreleased fout handeling, or parked behind one that is held, before pl.
 func (v *view) heldBy(personen []int64, pl place) bool {
 	for _, p := range personen {
-		if pp, ok := v.parked[p]; ok && pp.held && pp.before(pl) || v.holds.isHeld(p) {
+		if pp, ok := v.parked[p]; ok && pp.held && pp.Before(pl) || v.holds.isHeld(p) {
 			return true
 		}
 	}
@@ -220,7 +215,7 @@ func (v *view) heldBy(personen []int64, pl place) bool {
 // parkedBefore says whether one of these persons is parked from a place before pl.
 func (v *view) parkedBefore(personen []int64, pl place) bool {
 	for _, p := range personen {
-		if pp, ok := v.parked[p]; ok && pp.before(pl) {
+		if pp, ok := v.parked[p]; ok && pp.Before(pl) {
 			return true
 		}
 	}
@@ -242,7 +237,7 @@ func (v *view) parkAt(id int64, personen []int64, pl place, held, behind bool) {
 func (v *view) countParked(id int64, pl place, held bool) {
 	v.parkedN++
 	v.parkedXor ^= id
-	if v.firstParked == (place{}) || pl.before(v.firstParked) {
+	if v.firstParked == (place{}) || pl.Before(v.firstParked) {
 		v.firstParked = pl
 	}
 	if held {
@@ -268,7 +263,7 @@ func (v *view) evict(p int64, pl place, held, behind bool) {
 		v.markParked(f.p, f.pl, held, f.behind)
 		q := v.queues[f.p]
 		i, _ := slices.BinarySearchFunc(q, f.pl, func(e *entry, pl place) int {
-			if e.before(pl) {
+			if e.Before(pl) {
 				return -1
 			}
 			return 1
@@ -279,8 +274,8 @@ func (v *view) evict(p int64, pl place, held, behind bool) {
 					work = append(work, from{r, e.place, true})
 				}
 			}
-			v.drop(e.id, false)
-			v.countParked(e.id, e.place, held)
+			v.drop(e.ID, false)
+			v.countParked(e.ID, e.place, held)
 		}
 	}
 }
@@ -301,7 +296,7 @@ func (v *view) markParked(p int64, pl place, held, behind bool) {
 	if !ok {
 		pp = parkedPerson{place: pl, capped: len(v.queues[p]) >= v.personCap}
 		v.bytes += parkedPersonBytes
-	} else if pl.before(pp.place) {
+	} else if pl.Before(pp.place) {
 		pp.place = pl
 	}
 	if held && !pp.held {
@@ -353,7 +348,7 @@ func (v *view) rewind() {
 	}
 	var drop []int64
 	for id, e := range v.byID {
-		if !e.before(from) {
+		if !e.Before(from) {
 			drop = append(drop, id)
 		}
 	}
@@ -366,7 +361,7 @@ func (v *view) rewind() {
 	v.heldN, v.heldPersons = 0, 0
 	v.generation++
 	// Ids are positive (bigserial), so from.id-1 is before from and after everything else.
-	v.stand = place{tsreg: from.tsreg, id: from.id - 1}
+	v.stand = place{Tsreg: from.Tsreg, ID: from.ID - 1}
 }
 
 // loseHead records that e no longer heads one of its persons' queues.
@@ -438,10 +433,10 @@ func (v *view) readyCandidates(n int, blocked map[int64]struct{}) []Candidate {
 				return true
 			}
 		}
-		if len(e.personen) == 0 && !e.tsreg.Before(v.personlessBefore) {
+		if len(e.personen) == 0 && !e.Tsreg.Before(v.personlessBefore) {
 			return true
 		}
-		out = append(out, Candidate{ID: e.id, Personen: e.personen})
+		out = append(out, Candidate{ID: e.ID, Personen: e.personen})
 		return true
 	})
 	return out

@@ -49,8 +49,8 @@ func TestViewBytesBoundTheHeap(t *testing.T) {
 				next = int64(i + 2)
 			}
 			for i := range s.parked {
-				pl := place{tsreg: base.Add(time.Hour), id: next + int64(i)}
-				v.parkAt(pl.id, []int64{int64(1e9 + i)}, pl, false, false)
+				pl := place{Tsreg: base.Add(time.Hour), ID: next + int64(i)}
+				v.parkAt(pl.ID, []int64{int64(1e9 + i)}, pl, false, false)
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
@@ -84,7 +84,7 @@ func TestViewParksAndRewinds(t *testing.T) {
 	add(4, 1, 2) // shares person 1: parked, and person 2 with it
 	add(5, 2)    // person 2 parked
 	add(6, 3)    // nobody parked: taken in
-	v.stand = place{at(6), 6}
+	v.stand = place{Tsreg: at(6), ID: 6}
 	if got := ids(v.readyCandidates(10, nil)); !slices.Equal(got, []int64{1, 6}) {
 		t.Fatalf("ready %v, want [1 6]", got)
 	}
@@ -96,7 +96,7 @@ func TestViewParksAndRewinds(t *testing.T) {
 		t.Fatal("person 1 drained to half its cap, no rewind due")
 	}
 	v.rewind()
-	if v.size() != 1 || v.parking() || v.parkedN != 0 || v.stand != (place{at(3), 2}) {
+	if v.size() != 1 || v.parking() || v.parkedN != 0 || v.stand != (place{Tsreg: at(3), ID: 2}) {
 		t.Fatalf("after the rewind: view of %d, parked %d, stand %+v; want handeling 2 only, stand just before 3", v.size(), v.parkedN, v.stand)
 	}
 	fresh := newView(2, nil)

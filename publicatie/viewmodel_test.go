@@ -93,18 +93,18 @@ func (m *viewModel) register(late, addPersons float64) {
 			m.clock = m.clock.Add(time.Duration(1+m.r.IntN(3)) * time.Millisecond)
 		}
 		tsreg := m.clock
-		if m.r.Float64() < late && !m.v.stand.tsreg.IsZero() {
-			tsreg = m.v.stand.tsreg.Add(-time.Duration(m.r.IntN(20)) * time.Millisecond)
+		if m.r.Float64() < late && !m.v.stand.Tsreg.IsZero() {
+			tsreg = m.v.stand.Tsreg.Add(-time.Duration(m.r.IntN(20)) * time.Millisecond)
 			m.nakomer = append(m.nakomer, m.nextID)
 		}
-		m.db[m.nextID] = &modelHandeling{place: place{tsreg: tsreg, id: m.nextID}, personen: m.personen()}
+		m.db[m.nextID] = &modelHandeling{place: place{Tsreg: tsreg, ID: m.nextID}, personen: m.personen()}
 	}
 	if m.r.Float64() < addPersons {
 		for _, h := range m.open() {
 			if p := int64(1 + m.r.IntN(m.persons)); !slices.Contains(h.personen, p) {
 				h.personen = append(slices.Clone(h.personen), p)
 				slices.Sort(h.personen)
-				m.nakomer = append(m.nakomer, h.id)
+				m.nakomer = append(m.nakomer, h.ID)
 			}
 			break
 		}
@@ -120,7 +120,7 @@ func (m *viewModel) open() []*modelHandeling {
 		}
 	}
 	slices.SortFunc(out, func(a, b *modelHandeling) int {
-		if a.before(b.place) {
+		if a.Before(b.place) {
 			return -1
 		}
 		return 1
@@ -139,8 +139,8 @@ func (m *viewModel) round(step, read, budget int) {
 	}
 	stand := v.stand
 	for _, id := range m.nakomer {
-		if h := m.db[id]; h.state == 0 && !stand.before(h.place) {
-			v.put(Candidate{ID: id, Personen: h.personen}, h.tsreg)
+		if h := m.db[id]; h.state == 0 && !stand.Before(h.place) {
+			v.put(Candidate{ID: id, Personen: h.personen}, h.Tsreg)
 			m.puts++
 		}
 	}
@@ -150,8 +150,8 @@ func (m *viewModel) round(step, read, budget int) {
 		if n == read {
 			break
 		}
-		if stand.before(h.place) {
-			v.add(Candidate{ID: h.id, Personen: h.personen}, h.tsreg, true)
+		if stand.Before(h.place) {
+			v.add(Candidate{ID: h.ID, Personen: h.personen}, h.Tsreg, true)
 			v.stand = h.place
 			n++
 		}
@@ -167,14 +167,14 @@ func (m *viewModel) round(step, read, budget int) {
 	got := Select(v.readyCandidates(window(budget), maps.Clone(blocked)), maps.Clone(blocked), budget)
 	var upToStand []Candidate
 	for _, h := range m.open() {
-		if !v.stand.before(h.place) {
-			upToStand = append(upToStand, Candidate{ID: h.id, Personen: h.personen})
+		if !v.stand.Before(h.place) {
+			upToStand = append(upToStand, Candidate{ID: h.ID, Personen: h.personen})
 		}
 	}
 	want := Select(upToStand, blocked, budget)
 	if !slices.Equal(ids(got), ids(want)) {
 		m.t.Fatalf("step %d (after %d rewinds): the view chose %v, the reference walk %v; stand %v, view of %d, parked %d",
-			step, m.rewinds, ids(got), ids(want), v.stand.id, v.size(), v.parkedN)
+			step, m.rewinds, ids(got), ids(want), v.stand.ID, v.size(), v.parkedN)
 	}
 	m.chosen += len(got)
 	for _, c := range got {

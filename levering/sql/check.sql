@@ -14,7 +14,7 @@
 -- plan.
 --
 -- The place in delivery order is (tsreg, id), where a tsreg outside the accepted range sorts
--- as its end of it: all below it alike, all above it alike (k, as place.compare in Go sorts).
+-- as its end of it: all below it alike, all above it alike (k, as handeling.Place.Compare in Go sorts).
 -- Each row returns which end its tsreg lies beyond (-1, 1; 0 inside) and the tsreg only if
 -- inside (lib/pq reads no infinity).
 --
