@@ -57,7 +57,8 @@ import (
 // round_p95_ms, rounds, published_per_round). BRP_FRESH_HELD lists numbers of persons held
 // behind fout before the processes start (default 0; heldBehindFout), alternated inside each
 // rate and form (issue 39). BRP_FRESH_HOG=N keeps N cores busy throughout (N shell loops, real
-// processes beside the benchmark's): freshness on a busy machine (issue 51).
+// processes beside the benchmark's): freshness on a busy machine (issue 51). BRP_FRESH_LOGDIR
+// keeps every process's log of every run there, one file each.
 //
 // Figures: offered_hps (registrations per second committed in the measured window),
 // delivered_ratio (verzending arrivals in that window over registrations in it: 1 keeps up),
@@ -321,6 +322,14 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		return nil
 	})
 	processFigures(b, f, m0, svc.BrokerPID(), svc.DBPID(), ps)
+	if dir := os.Getenv("BRP_FRESH_LOGDIR"); dir != "" {
+		for _, p := range ps {
+			name := strings.ReplaceAll(b.Name(), "/", "_") + "." + p.Name + ".log"
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(p.Output(), "\n")), 0o644); err != nil {
+				b.Fatalf("BRP_FRESH_LOGDIR: %v", err)
+			}
+		}
+	}
 	roundFigures(f, "", pub) // with BRP_FRESH_ENV=BRP_LOG_LEVEL=debug: the rounds' own log
 	logSlowRounds(b, pub, from)
 	if os.Getenv("BRP_FRESH_STATS") != "" {
