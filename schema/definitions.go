@@ -71,23 +71,7 @@ func DefinitionsOf(l handeling.Layout) ([]Definition, error) {
 // appliedSums reads what schema_definitions records (query: its name and sha256 columns):
 // file name to sum.
 func appliedSums(ctx context.Context, q queryer, query string) (map[string]string, error) {
-	sums := map[string]string{}
-	rows, err := q.QueryContext(ctx, query)
-	if err != nil {
-		return nil, fmt.Errorf("schema: read schema_definitions: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name, sum string
-		if err := rows.Scan(&name, &sum); err != nil {
-			return nil, fmt.Errorf("schema: read schema_definitions: %w", err)
-		}
-		sums[name] = sum
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("schema: read schema_definitions: %w", err)
-	}
-	return sums, nil
+	return readMap[string, string](ctx, q, "schema_definitions", query)
 }
 
 // stale returns the definitions whose text the database has not applied.

@@ -266,24 +266,29 @@ type queryer interface {
 }
 
 func appliedVersions(ctx context.Context, q queryer, query string) (map[int]time.Time, error) {
+	return readMap[int, time.Time](ctx, q, "schema_migrations", query)
+}
+
+// readMap reads the two columns of query's rows (from table, for the error) as key and value.
+func readMap[K comparable, V any](ctx context.Context, q queryer, table, query string) (map[K]V, error) {
 	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
+		return nil, fmt.Errorf("schema: read %s: %w", table, err)
 	}
 	defer rows.Close()
-	applied := map[int]time.Time{}
+	out := map[K]V{}
 	for rows.Next() {
-		var v int
-		var at time.Time
-		if err := rows.Scan(&v, &at); err != nil {
-			return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
+		var k K
+		var v V
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("schema: read %s: %w", table, err)
 		}
-		applied[v] = at
+		out[k] = v
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("schema: read schema_migrations: %w", err)
+		return nil, fmt.Errorf("schema: read %s: %w", table, err)
 	}
-	return applied, nil
+	return out, nil
 }
 
 // apply runs one migration: its transaction (retried on lock timeouts), its statements
