@@ -21,10 +21,14 @@ import (
 // The margin follows the leads bijhouding shows now. The registration trigger records a
 // registration whose lead exceeds the margin (late: publicatie_nakomer.voorsprong, every one of
 // them) and samples the leads of the others at the rate the leader asks for
-// (publicatie_lead_samples, about leadSamplesPerSecond a second). Every round the leader sets
-// the margin to the highest lead of the last leadWindow, late or sampled (or, with
-// Config.LeadCover below 1, the lead that that share of the registrations stayed within), plus
-// a cushion (leadCushion), at most Config.MaxLead (the documented bound,
+// (publicatie_lead_samples, about leadSamplesPerSecond a second, and every lead above half the
+// margin and 50 ms), each with its source: the client's address and application_name of the
+// session, an application server. A source's lowest lead of the last leadMemory is its floor
+// (leadFloors), its clock's offset. Every round the leader sets the margin to the highest
+// floor plus the highest lead above its own source's floor of the last leadWindow, late or
+// sampled (with one source: the highest lead; with Config.LeadCover below 1, the excess that
+// that share of the registrations stayed within), plus a cushion (leadCushion), at most
+// Config.MaxLead (the documented bound,
 // publicatie_toestand.grens: leads beyond it never count, so a load of last month's handelingen
 // does not hold back today's). It
 // raises the margin as soon as three late ones say so (a straggler alone does not), and lowers
@@ -111,21 +115,77 @@ type leadRow struct {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// leadObs is one lead the registration trigger recorded (late) or sampled, with its source: the
+// client's address and application_name of the session that registered it.
+type leadObs struct {
+	d      time.Duration
+	source string
+}
+
 // leadSeen is one round's part of the window: how many handelingen it took in, the leads of
-// those recorded late, and the sampled leads.
+// those recorded late, the sampled leads, and per source the lowest of these (newLeadSeen).
 type leadSeen struct {
 	at      time.Time
 	taken   int
-	late    []time.Duration
-	samples []time.Duration
+	late    []leadObs
+	samples []leadObs
+	lowest  []sourceLead
+}
+
+// sourceLead is a source's lowest lead of some observations, and how many there were.
+type sourceLead struct {
+	source string
+	lowest time.Duration
+	n      int
+}
+
+func newLeadSeen(at time.Time, late, samples []leadObs) leadSeen {
+	s := leadSeen{at: at, late: late, samples: samples}
+	for _, o := range slices.Concat(late, samples) {
+		s.lowest = addLead(s.lowest, o.source, o.d, 1)
+	}
+	return s
+}
+
+// addLead adds n observations whose lowest lead is d to source's entry of lowest.
+func addLead(lowest []sourceLead, source string, d time.Duration, n int) []sourceLead {
+	for i := range lowest {
+		if lowest[i].source == source {
+			lowest[i].lowest = min(lowest[i].lowest, d)
+			lowest[i].n += n
+			return lowest
+		}
+	}
+	return append(lowest, sourceLead{source, d, n})
+}
+
+// leadFloors is each source's floor: the lowest lead it showed in seen within leadMemory, of
+// at least leadMinLate observations (one straggler of a new source sets none), never below 0
+// (a clock ahead). A source's leads are its clock's offset plus its wait between reading the
+// clock and BEGIN, so its lowest lead is its clock's offset; a straggler's wait does not move
+// it.
+func leadFloors(seen []leadSeen, now time.Time) map[string]time.Duration {
+	var all []sourceLead
+	for i := len(seen) - 1; i >= 0 && now.Sub(seen[i].at) <= leadMemory; i-- {
+		for _, l := range seen[i].lowest {
+			all = addLead(all, l.source, l.lowest, l.n)
+		}
+	}
+	floors := map[string]time.Duration{}
+	for _, l := range all {
+		if l.n >= leadMinLate {
+			floors[l.source] = max(0, l.lowest)
+		}
+	}
+	return floors
 }
 
 // learnLead records what this round read (late: the leads of registrations recorded late,
 // samples: the sampled ones) and sets the margin, its bound, the wait bound and the sample rate
 // in the round's transaction when one of them changed (leadMargin).
-func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, samples []time.Duration) error {
+func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, samples []leadObs) error {
 	now := time.Now()
-	w.leadSeen = append(w.leadSeen, leadSeen{at: now, late: late, samples: samples})
+	w.leadSeen = append(w.leadSeen, newLeadSeen(now, late, samples))
 	for len(w.leadSeen) > 0 && now.Sub(w.leadSeen[0].at) > leadMemory {
 		w.leadSeen = w.leadSeen[1:]
 	}
@@ -162,39 +222,53 @@ func (w *openWork) tookIn(n int) {
 }
 
 // leadMargin is the margin the leads seen call for, given the current one (margin) and the
-// bound: the lead that the share cover of the registrations of leadWindow stayed within (of
+// bound: the highest floor of a source (leadFloors, over leadMemory) plus the excess over its
+// source's floor that the share cover of the registrations of leadWindow stayed within (of
 // more, up to leadMemory, while they are fewer than leadMinObservations), late or sampled, plus
-// leadCushion: at cover 1 the highest lead (coveredLead). It is raised only when at least
-// leadMinLate of them were late (beyond margin), lowered only on leadMinObservations and when
-// it falls by a fifth at least (a margin is kept while the leads stay near it), and never above
-// maxLead. It also returns how many leads it weighed and how many of those were late.
+// leadCushion: at cover 1, with one source, the highest lead (coveredLead). It is raised only
+// when at least leadMinLate of them were late (beyond margin), lowered only on
+// leadMinObservations and when it falls by a fifth at least (a margin is kept while the leads
+// stay near it), and never above maxLead. It also returns how many leads it weighed and how
+// many of those were late.
+//
+// The floors are what keep an application server whose clock is behind in the margin while it
+// registers less often than leadWindow: before them its registrations fell out of the window,
+// the margin came down, and its next three were late (scenarios.TestHostileBijhouding). A busy
+// host's stragglers do not move a floor, so they cost no more than before.
 func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration, cover float64) (want time.Duration, obs, late int) {
-	// At cover 1 (the default) the highest lead is all it needs: the leads are kept for
+	floors := leadFloors(seen, now)
+	var floor time.Duration
+	for _, f := range floors {
+		floor = max(floor, f)
+	}
+	// At cover 1 (the default) the highest excess is all it needs: the excesses are kept for
 	// coveredLead only below it, so a round pays no copies and no sort for a share it covers.
 	var leads, samples []time.Duration
 	highest := time.Duration(math.MinInt64)
 	taken := 0
+	weigh := func(os []leadObs, into *[]time.Duration) {
+		for _, o := range os {
+			obs++
+			e := o.d - floors[o.source]
+			highest = max(highest, e)
+			if cover < 1 {
+				*into = append(*into, e)
+			}
+		}
+	}
 	for i := len(seen) - 1; i >= 0; i-- {
 		s := seen[i]
 		if now.Sub(s.at) > leadWindow && obs >= leadMinObservations {
 			break
 		}
 		taken += s.taken
-		for _, d := range s.late {
-			obs++
-			highest = max(highest, d)
-			if d > margin {
+		for _, o := range s.late {
+			if o.d > margin {
 				late++
 			}
 		}
-		for _, d := range s.samples {
-			obs++
-			highest = max(highest, d)
-		}
-		if cover < 1 {
-			leads = append(leads, s.late...)
-			samples = append(samples, s.samples...)
-		}
+		weigh(s.late, &leads)
+		weigh(s.samples, &samples)
 	}
 	if obs == 0 {
 		return margin, 0, 0
@@ -203,6 +277,7 @@ func leadMargin(seen []leadSeen, now time.Time, margin, maxLead time.Duration, c
 	if cover < 1 {
 		covered = coveredLead(leads, samples, taken, 1-cover)
 	}
+	covered += floor
 	target := min(maxLead, max(0, covered+leadCushion(covered)))
 	switch {
 	case target > margin && late >= leadMinLate:

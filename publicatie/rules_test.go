@@ -32,8 +32,23 @@ func TestLeadMargin(t *testing.T) {
 		return out
 	}
 	now := time.Now()
+	from := func(source string, ds []time.Duration) []leadObs {
+		var out []leadObs
+		for _, d := range ds {
+			out = append(out, leadObs{d, source})
+		}
+		return out
+	}
 	at := func(ago time.Duration, late, samples []time.Duration) leadSeen {
-		return leadSeen{at: now.Add(-ago), late: late, samples: samples}
+		return newLeadSeen(now.Add(-ago), from("", late), from("", samples))
+	}
+	// sampled is what a round saw of sources: their sampled leads.
+	sampled := func(ago time.Duration, sources map[string][]time.Duration) leadSeen {
+		var samples []leadObs
+		for src, ds := range sources {
+			samples = append(samples, from(src, ds)...)
+		}
+		return newLeadSeen(now.Add(-ago), nil, samples)
 	}
 	taking := func(n int, s leadSeen) leadSeen { s.taken = n; return s }
 	for _, tc := range []struct {
@@ -74,6 +89,26 @@ func TestLeadMargin(t *testing.T) {
 		{"few come: looks back past the window, up to what it keeps",
 			[]leadSeen{at(30*time.Second, nil, ms(times(15, 2)...)), at(0, nil, ms(times(10, 2)...))}, 900 * time.Millisecond, 7 * time.Millisecond, 0},
 		{"a small fall is not worth a change", []leadSeen{at(0, nil, ms(times(30, 3)...))}, 9 * time.Millisecond, 9 * time.Millisecond, 0},
+		{"a server 0.5 s behind that registers seldom keeps its margin after the window",
+			[]leadSeen{sampled(30*time.Second, map[string][]time.Duration{"b": ms(500, 510, 530)}), sampled(0, map[string][]time.Duration{"a": ms(times(30, 1)...)})},
+			555 * time.Millisecond, 555 * time.Millisecond, 0},
+		{"its floor goes a minute after its last registration",
+			[]leadSeen{sampled(61*time.Second, map[string][]time.Duration{"b": ms(500, 510, 530)}), sampled(0, map[string][]time.Duration{"a": ms(times(30, 1)...)})},
+			555 * time.Millisecond, 6 * time.Millisecond, 0},
+		{"two leads of a source set no floor: a new source's straggler does not hold the margin",
+			[]leadSeen{sampled(30*time.Second, map[string][]time.Duration{"b": ms(500, 510)}), sampled(0, map[string][]time.Duration{"a": ms(times(30, 1)...)})},
+			555 * time.Millisecond, 6 * time.Millisecond, 0},
+		{"the highest floor plus the highest wait over a floor: the server behind may wait as long as the others did",
+			[]leadSeen{sampled(30*time.Second, map[string][]time.Duration{"b": ms(500, 510, 530)}),
+				newLeadSeen(now, from("a", ms(561, 571, 591)), from("a", ms(times(30, 1)...)))},
+			555 * time.Millisecond, 1115 * time.Millisecond, 0},
+		{"waits over the floor of their own source: the server behind's waits are no more than the others'",
+			[]leadSeen{sampled(30*time.Second, map[string][]time.Duration{"b": ms(500, 510, 530)}),
+				newLeadSeen(now, from("b", ms(561, 571, 591)), from("a", ms(times(30, 1)...)))},
+			555 * time.Millisecond, 616 * time.Millisecond, 0},
+		{"a busy host's stragglers do not raise its floor: lowered as before",
+			[]leadSeen{sampled(8*time.Second, map[string][]time.Duration{"a": ms(300, 250, 400)}), sampled(0, map[string][]time.Duration{"a": ms(times(30, 2)...)})},
+			425 * time.Millisecond, 7 * time.Millisecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got, _, _ := leadMargin(tc.seen, now, tc.margin, DefaultMaxLead, cmp.Or(tc.cover, 1)); got != tc.want {

@@ -297,22 +297,31 @@ type checksum struct {
 // false when it was empty): registered late by a transaction that registered many (migrations
 // 0011, 0015), so the intake may have passed it. It also returns the leads of the handelingen
 // the registration trigger recorded in publicatie_nakomer (those within MaxLead) and empties
-// publicatie_lead_samples, returning the sampled leads: the margin is learned from them
-// (learnLead) before the intake empties publicatie_nakomer.
-func (s *statements) readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, samples []time.Duration, err error) {
+// publicatie_lead_samples, returning the sampled leads, each with its source: the margin is
+// learned from them (learnLead) before the intake empties publicatie_nakomer.
+func (s *statements) readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, samples []leadObs, err error) {
 	var tsreg sql.NullTime
 	var id sql.NullInt64
 	var lateSecs, sampleSecs pq.Float64Array
-	if err := q.QueryRowContext(ctx, s.herleesSQL).Scan(&tsreg, &id, &lateSecs, &sampleSecs); err != nil {
+	var lateFrom, sampleFrom pq.StringArray
+	if err := q.QueryRowContext(ctx, s.herleesSQL).Scan(&tsreg, &id, &lateSecs, &lateFrom, &sampleSecs, &sampleFrom); err != nil {
 		return place{}, false, nil, nil, fmt.Errorf("read publicatie_herlees: %w", err)
 	}
-	for _, s := range lateSecs {
-		late = append(late, seconds(s))
+	return place{Tsreg: tsreg.Time, ID: id.Int64}, id.Valid, leadObservations(lateSecs, lateFrom), leadObservations(sampleSecs, sampleFrom), nil
+}
+
+// leadObservations pairs leads in seconds with their sources (herlees.sql aggregates the two in
+// one query level, so they correspond).
+func leadObservations(secs []float64, sources []string) []leadObs {
+	var out []leadObs
+	for i, sec := range secs {
+		o := leadObs{d: seconds(sec)}
+		if i < len(sources) {
+			o.source = sources[i]
+		}
+		out = append(out, o)
 	}
-	for _, s := range sampleSecs {
-		samples = append(samples, seconds(s))
-	}
-	return place{Tsreg: tsreg.Time, ID: id.Int64}, id.Valid, late, samples, nil
+	return out
 }
 
 // readChecksum counts the handelingen to be delivered up to the stand and xors their ids: what

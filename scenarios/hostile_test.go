@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -137,8 +138,11 @@ type hostile struct {
 	broker broker.Config
 	queue  string // the publication queue
 	// clocks are the application servers' clock offsets: one on time, one 0.2 s and one 0.5 s
-	// behind the database's.
-	clocks []time.Duration
+	// behind the database's; servers their connection pools, one each, as application servers
+	// have (the service tells them apart by application_name: publicatie/lead.go, sources).
+	// The other registrations use the database's clock, through db.
+	clocks  []time.Duration
+	servers []*sqlx.DB
 
 	mu      sync.Mutex
 	ids     int64
@@ -164,6 +168,9 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 	dlq := brptest.ReadFrom(t, w.broker, w.q.DLQ)
 	h := &hostile{t: t, db: db, form: form, broker: b, queue: w.q.Publicatie, regs: map[int64]*registered{},
 		clocks: []time.Duration{0, -200 * time.Millisecond, -500 * time.Millisecond}}
+	for i := range h.clocks {
+		h.servers = append(h.servers, applicationServer(t, url, fmt.Sprintf("bijhouding-%d", i)))
+	}
 	ps := &lagging{w: w, bin: brptest.Build(t, "cmd/mutatielevering")}
 	for i := range 2 {
 		ps.consumers = append(ps.consumers, w.consumerProc(t, fmt.Sprintf("mutatielevering-%d", i+1), ps.bin, "BRP_LOG_LEVEL=info"))
@@ -182,7 +189,7 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 			r := rand.New(rand.NewPCG(seed, uint64(g)))
 			for ctx.Err() == nil {
 				// Not ctx: a transaction cut off by it might have committed unseen.
-				if err := h.act(context.Background(), r, h.clocks[g]); bijhoudingDeadlock(err) {
+				if err := h.act(context.Background(), r, g); bijhoudingDeadlock(err) {
 					continue // nothing of it was recorded: registered again, in effect, by the next act
 				} else if err != nil {
 					errs <- fmt.Errorf("bijhouding: %w", err)
@@ -244,16 +251,38 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 	h.verify(w, dlq)
 }
 
-// learnClocks registers a few handelingen stamped by the clock furthest behind, as the service
-// had seen before this run began: the leader learns that lead (publicatie's lead margin), so
-// the application servers' registrations are ordinary from the start. The margin is their
-// median lead plus slack for the jitter between reading the clock and the transaction's start;
-// 50 ms more than the furthest clock keeps this machine's jitter inside it.
+// applicationServer is an application server's connection pool to the database at dbURL,
+// named name (application_name). Like a real pool it keeps its connections: a registration
+// that had to open one first (database/sql keeps two idle by default) would wait for a
+// backend's fork between stamping its tsreg and its BEGIN.
+func applicationServer(t *testing.T, dbURL, name string) *sqlx.DB {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	db, err := sqlx.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// learnClocks registers a few handelingen through the application server whose clock is
+// furthest behind, stamped as it had before this run began: the leader learns that lead
+// (publicatie's lead margin, and that server's floor), so the application servers'
+// registrations are ordinary from the start. 50 ms more than that server's clock stands for
+// its wait between reading the clock and its BEGIN.
 func (h *hostile) learnClocks() {
 	t := h.t
 	for range 5 {
 		id, ps := h.nextID(), []int64{1}
-		tx := h.db.MustBegin()
+		tx := h.servers[len(h.servers)-1].MustBegin()
 		var ts time.Time
 		if err := tx.Get(&ts, `insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', now() - interval '550 ms') returning tsreg`, id); err != nil {
 			t.Fatal(err)
@@ -276,21 +305,22 @@ func (h *hostile) learnClocks() {
 	})
 }
 
-// act does one random bijhouding action, with the clock of its application server at offset.
-func (h *hostile) act(ctx context.Context, r *rand.Rand, offset time.Duration) error {
+// act does one random bijhouding action; one stamped by an application server's clock, with
+// server's.
+func (h *hostile) act(ctx context.Context, r *rand.Rand, server int) error {
 	switch x := r.IntN(100); {
 	case x < 30:
-		return h.register(ctx, r, ordinary, r.IntN(3)+1, 0)
+		return h.register(ctx, r, ordinary, r.IntN(3)+1, -1)
 	case x < 45:
-		return h.register(ctx, r, client, r.IntN(3)+1, offset)
+		return h.register(ctx, r, client, r.IntN(3)+1, server)
 	case x < 48:
-		return h.register(ctx, r, huge, 200+r.IntN(800), 0)
+		return h.register(ctx, r, huge, 200+r.IntN(800), -1)
 	case x < 52:
-		return h.register(ctx, r, empty, 0, 0)
+		return h.register(ctx, r, empty, 0, -1)
 	case x < 56:
-		return h.register(ctx, r, odd, r.IntN(2)+1, 0)
+		return h.register(ctx, r, odd, r.IntN(2)+1, -1)
 	case x < 64:
-		return h.register(ctx, r, past, r.IntN(2)+1, 0)
+		return h.register(ctx, r, past, r.IntN(2)+1, -1)
 	case x < 74:
 		return h.latePersons(ctx, r, false)
 	case x < 78:
@@ -300,9 +330,9 @@ func (h *hostile) act(ctx context.Context, r *rand.Rand, offset time.Duration) e
 	case x < 88:
 		return h.rolledBack(ctx, r)
 	case x < 92:
-		return h.register(ctx, r, excluded, r.IntN(2)+1, 0)
+		return h.register(ctx, r, excluded, r.IntN(2)+1, -1)
 	default:
-		return h.register(ctx, r, ordinary, r.IntN(3)+1, 0)
+		return h.register(ctx, r, ordinary, r.IntN(3)+1, -1)
 	}
 }
 
@@ -361,9 +391,15 @@ func (h *hostile) insert(ctx context.Context, tx *sqlx.Tx, id int64, soort, tsre
 
 const secondsBefore = "now() - make_interval(secs => $3)"
 
-func (h *hostile) register(ctx context.Context, r *rand.Rand, k kind, n int, offset time.Duration) error {
-	clock := time.Now().Add(offset) // read before the transaction begins, as an application server does
-	tx, err := h.db.BeginTxx(ctx, nil)
+// register registers handelingen of kind k with n persons each, in one transaction; through
+// application server server's pool and stamped by its clock (read before the transaction
+// begins, as an application server does), or with server -1 through db.
+func (h *hostile) register(ctx context.Context, r *rand.Rand, k kind, n int, server int) error {
+	db, clock := h.db, time.Time{}
+	if server >= 0 {
+		db, clock = h.servers[server], time.Now().Add(h.clocks[server])
+	}
+	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -9,13 +9,15 @@
 -- for, so one, reading one row. It
 -- * wakes a sleeping publisher (publicatie_toestand.slaapt: nothing in levering, nothing new);
 -- * records a registration beyond the lead margin, or by a late writer, in publicatie_nakomer
---   with its lead, so that the publisher takes it into its view at its place and learns the
---   lead; a transaction that records more than 100 leaves only the oldest of each further
+--   with its lead and where it came from (bron: the client's address and application_name), so
+--   that the publisher takes it into its view at its place and learns the lead; a transaction that records more than 100 leaves only the oldest of each further
 --   statement in publicatie_herlees, and the view is built again. Only handelingen still to be
 --   delivered (statuslev NULL) are recorded or sampled: one inserted with a status (a fout set
 --   by hand, a repair) is not the publisher's to take in;
--- * samples the lead of a registration that records nothing, at the rate the leader asks for,
---   while it asks (lead_sample_until);
+-- * samples the lead of a registration that records nothing, with where it came from, at the
+--   rate the leader asks for, while it asks (lead_sample_until); a lead above half the margin
+--   (and 50 ms) always: an application server whose clock is behind and that registers seldom
+--   is seen under load too, so the leader remembers its clock (publicatie/lead.go, sources);
 -- * takes the bulk writer's lock, pg_advisory_xact_lock_shared(7345004, 0), for a statement
 --   that registers more than 16 handelingen (publicatie.MaxWriterLocks): its transaction then
 --   holds the horizon until it ends (publicatie_horizon).
@@ -33,6 +35,7 @@ declare
     laat boolean := false;
     n bigint;
     registered bigint;
+    oudste timestamptz;
 begin
     select * into v from publicatie_toestand;
     if not found then
@@ -51,24 +54,26 @@ begin
     if now() < v.sinds then
         v.marge := least(v.marge, v.laag);
     end if;
-    select count(*) filter (where statuslev is null and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)), count(*)
-    into n, registered from nieuw;
+    select count(*) filter (where statuslev is null and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)), count(*),
+        min(tsreg) filter (where statuslev is null and publicatie_tsreg_accepted(tsreg))
+    into n, registered, oudste from nieuw;
     if registered > 16 then
         perform pg_catalog.pg_advisory_xact_lock_shared(7345004, 0);
     end if;
     if n = 0 then
-        if now() < v.lead_sample_until and random() < v.lead_sample_rate then
-            insert into publicatie_lead_samples (lead)
-            select now() - min(tsreg) from nieuw
-            where statuslev is null and publicatie_tsreg_accepted(tsreg) having count(*) > 0;
+        if oudste is not null and now() < v.lead_sample_until
+            and (random() < v.lead_sample_rate or now() - oudste > greatest(v.marge / 2, interval '50 ms')) then
+            insert into publicatie_lead_samples (lead, source)
+            values (now() - oudste, coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name'));
         end if;
         return null;
     elsif publicatie_nakomer_ruimte(n) then
-        insert into publicatie_nakomer (admhnd_id, voorsprong)
-        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end from nieuw
+        insert into publicatie_nakomer (admhnd_id, voorsprong, bron)
+        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end,
+            coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name') from nieuw
         where statuslev is null and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
         order by id
-        on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong;
+        on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong, bron = excluded.bron;
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select tsreg, id from nieuw

@@ -11,6 +11,7 @@ declare
     laat boolean := false;
     n bigint;
     registered bigint;
+    oudste timestamptz;
 begin
     select * into v from publicatie_toestand;
     if not found then
@@ -32,24 +33,26 @@ begin
     insert into publicatie_fout_changes (admhnd_id)
     select id from nieuw where statuslev = 5 order by id
     on conflict (admhnd_id) do update set admhnd_id = excluded.admhnd_id;
-    select count(*) filter (where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)), count(*)
-    into n, registered from nieuw;
+    select count(*) filter (where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)), count(*),
+        min(tsreg) filter (where statuslev = 1 and publicatie_tsreg_accepted(tsreg))
+    into n, registered, oudste from nieuw;
     if registered > 16 then
         perform pg_catalog.pg_advisory_xact_lock_shared(7345004, 0);
     end if;
     if n = 0 then
-        if now() < v.lead_sample_until and random() < v.lead_sample_rate then
-            insert into publicatie_lead_samples (lead)
-            select now() - min(tsreg) from nieuw
-            where statuslev = 1 and publicatie_tsreg_accepted(tsreg) having count(*) > 0;
+        if oudste is not null and now() < v.lead_sample_until
+            and (random() < v.lead_sample_rate or now() - oudste > greatest(v.marge / 2, interval '50 ms')) then
+            insert into publicatie_lead_samples (lead, source)
+            values (now() - oudste, coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name'));
         end if;
         return null;
     elsif publicatie_nakomer_ruimte(n) then
-        insert into publicatie_nakomer (admhnd_id, voorsprong)
-        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end from nieuw
+        insert into publicatie_nakomer (admhnd_id, voorsprong, bron)
+        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end,
+            coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name') from nieuw
         where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
         order by id
-        on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong;
+        on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong, bron = excluded.bron;
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select tsreg, id from nieuw
