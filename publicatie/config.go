@@ -143,6 +143,8 @@ const DefaultRedeliveryTimeout = time.Minute
 
 // DefaultMaxWait is Config.MaxWait's default: far longer than an ordinary registration's
 // transaction (milliseconds), short enough that a long one holds delivery back for two seconds.
+// publicatie_horizon writes it in for a database no leader has set MAXWAIT in yet
+// (TestDefinitionsUseGosConstants).
 const DefaultMaxWait = 2 * time.Second
 
 // DefaultPersonlessGrace is Config.PersonlessGrace's default: persons committed a few seconds

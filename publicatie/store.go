@@ -75,7 +75,8 @@ type horizonWait struct {
 }
 
 // LateWriterGrace is how long any transaction holds back the horizon, whether it registers or
-// not (publicatie_horizon, migration 0015, writes it in): migration 0011 calls a transaction
+// not (publicatie_horizon writes it in, and the registration triggers its half;
+// TestDefinitionsUseGosConstants holds both against this): migration 0011 calls a transaction
 // whose first registration comes more than half of it after its start a late writer, and
 // migration 0015 records what a transaction commits more than half of it after its start. The
 // other half covers the time between a round's clock reading and its look at

@@ -8,9 +8,10 @@ package publicatie
 // for as long as it stays open, but only for its own persons.
 
 // MaxWriterLocks is how many links a transaction takes person locks for before it becomes a
-// bulk writer (migration 0018 and kern 0005 write the number in): the statement that passes
-// it locks at most one row more and then the bulk writer's lock, which holds the whole horizon
-// until the transaction ends; after that it takes none. So a transaction holds at most 18 of
+// bulk writer (the definitions files write the number in; TestDefinitionsUseGosConstants holds
+// it against this): the statement that passes it locks at most one row more and then the bulk
+// writer's lock, which holds the whole horizon until the transaction ends; after that it takes
+// none. So a transaction holds at most 18 of
 // these locks. PostgreSQL's shared lock table holds max_locks_per_transaction x
 // max_connections locks for the whole cluster (6,400 by default): a hundred sessions
 // registering at once use under a third of it.
