@@ -28,8 +28,9 @@ type openWork struct {
 	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees or
 	// publicatie_laat_personen, or changed the lead margin: the round must commit even if it
 	// publishes nothing.
-	dirty    bool
-	leadSeen []leadSeen // the window learnLead reads
+	dirty       bool
+	leadSeen    []leadSeen  // the window learnLead reads
+	leadSources leadSources // the floors of leadSeen's sources
 	// recheck are the handelingen the last committed round could not mark (no longer to be
 	// delivered, or locked by another session): they left the view, and the next intake takes
 	// back those still to be delivered, before anything newer of their persons. Kept here, not
@@ -55,7 +56,7 @@ func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
 func (w *openWork) forEpoch(epoch int64) *view {
 	if w.view == nil || w.epoch != epoch {
 		if w.epoch != epoch {
-			w.leadSeen = nil
+			w.leadSeen, w.leadSources = nil, leadSources{}
 		}
 		w.view, w.epoch, w.lastSweep, w.disagreed = newView(w.cfg.PersonCap, nil), epoch, time.Now(), false
 	}

@@ -111,7 +111,7 @@ func TestLeadMargin(t *testing.T) {
 			425 * time.Millisecond, 7 * time.Millisecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, _, _ := leadMargin(tc.seen, now, tc.margin, DefaultMaxLead, cmp.Or(tc.cover, 1)); got != tc.want {
+			if got, _, _ := leadMargin(tc.seen, leadFloors(tc.seen, now), now, tc.margin, DefaultMaxLead, cmp.Or(tc.cover, 1)); got != tc.want {
 				t.Fatalf("margin %v, want %v", got, tc.want)
 			}
 		})
@@ -263,5 +263,42 @@ func TestConfigBounds(t *testing.T) {
 				t.Fatalf("Validate: %v, want an error naming %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// The floors a round uses (leadSources, recomputed once a second) are those of the leads seen,
+// but for a floor that expired within the last second.
+func TestLeadSourcesFollowTheLeadsSeen(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	var seen []leadSeen
+	var cache leadSources
+	for i := range 800 { // a round every 100 ms for 80 s
+		now := start.Add(time.Duration(i) * 100 * time.Millisecond)
+		var samples []leadObs
+		if i%3 == 0 {
+			samples = append(samples, leadObs{time.Duration(1+i%7) * time.Millisecond, "a"})
+		}
+		if i < 200 && i%50 == 0 { // b registers every 5 s for 20 s, its lead falling
+			samples = append(samples, leadObs{time.Duration(600-i) * time.Millisecond, "b"})
+		}
+		seen = append(seen, newLeadSeen(now, nil, samples))
+		got, want := cache.floors(seen, now), leadFloors(seen, now)
+		for src, f := range want {
+			if got[src] != f {
+				t.Fatalf("round %d: source %s's floor %v, want %v", i, src, got[src], f)
+			}
+		}
+		for src, f := range got {
+			if _, ok := want[src]; !ok && leadFloors(seen, now.Add(-time.Second))[src] != f {
+				t.Fatalf("round %d: source %s has floor %v, which expired more than a second ago", i, src, f)
+			}
+		}
+		if i == 150 && want["b"] != 450*time.Millisecond {
+			t.Fatalf("b's floor %v after its fourth registration, want 450ms", want["b"])
+		}
+		if i == 799 && got["b"] != 0 {
+			t.Fatalf("b's floor %v a minute after its last registration", got["b"])
+		}
 	}
 }
