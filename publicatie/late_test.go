@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
@@ -256,6 +258,57 @@ func TestLeadMarginIsLearned(t *testing.T) {
 	var dated bool
 	if err := e.db.Get(&dated, `select hoog_tot < now() and hoog_tot > now() - interval '1 minute' and hoog >= interval '535 ms' from publicatie_toestand`); err != nil || !dated {
 		t.Fatalf("the round after the lowering did not date hoog_tot, or hoog is not the margin before (%v, %v)", dated, err)
+	}
+}
+
+// An application server whose clock is behind and that registers seldom keeps its place in
+// the margin: the trigger records each lead with its source (the session's client address and
+// application_name), and the leader keeps that source's lowest lead for a minute, while the
+// leads of the last seconds come from a server on time.
+func TestLeadMarginRemembersAServerBehind(t *testing.T) {
+	t.Parallel()
+	e := newRoundEnv(t, Config{})
+	behind := brptest.ApplicationServer(t, e.url, "server-behind")
+	e.round() // the leader asks for samples
+	register := func(db *sqlx.DB, id int64, lead string) {
+		tx := db.MustBegin()
+		tx.MustExec(`insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', now() - $2::interval)`, id, lead)
+		tx.MustExec(`insert into admhnd_persoon values ($1, $1)`, id)
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int64(1); id <= 5; id++ {
+		register(behind, id, "500 ms")
+	}
+	var sources []string
+	if err := e.db.Select(&sources, `select distinct bron from publicatie_nakomer where voorsprong is not null`); err != nil {
+		t.Fatal(err)
+	}
+	if len(sources) != 1 || !strings.HasSuffix(sources[0], " server-behind") {
+		t.Fatalf("the late leads' sources are %q, want the server's address and application_name", sources)
+	}
+	e.round()
+	wantLeadMargin(t, e, 525*time.Millisecond)
+	// Past the window, the server on time registers with a lead of a millisecond: twenty and
+	// more leads that would have lowered the margin to 6 ms.
+	time.Sleep(leadWindow + 100*time.Millisecond)
+	for id := int64(10); id < 40; id++ {
+		register(e.db, id, "1 ms")
+	}
+	e.round()
+	wantLeadMargin(t, e, 525*time.Millisecond)
+	// A lead above half the margin is recorded whatever the sample rate, with its source.
+	// (After the raise's hold: sinds.)
+	e.db.MustExec(`update publicatie_toestand set lead_sample_rate = 0, sinds = now() - interval '1 s'`)
+	register(behind, 50, "400 ms")
+	register(e.db, 51, "1 ms")
+	var samples []string
+	if err := e.db.Select(&samples, `select source from publicatie_lead_samples`); err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != 1 || !strings.HasSuffix(samples[0], " server-behind") {
+		t.Fatalf("sampled at rate 0: %q, want the one lead above half the margin, of the server behind", samples)
 	}
 }
 

@@ -25,9 +25,9 @@ type openWork struct {
 
 	view  *view // nil: none yet (a follower's, or dropped after a failed round)
 	epoch int64
-	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees or
-	// publicatie_laat_personen, or changed the lead margin: the round must commit even if it
-	// publishes nothing.
+	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees,
+	// publicatie_lead_samples or publicatie_laat_personen, or changed the lead margin: the
+	// round must commit even if it publishes nothing.
 	dirty       bool
 	leadSeen    []leadSeen  // the window learnLead reads
 	leadSources leadSources // the floors of leadSeen's sources
@@ -141,6 +141,11 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 	}
 	if err := w.learnLead(ctx, q, lead, lateLeads, samples); err != nil {
 		return 0, false, err
+	}
+	if len(samples) > 0 {
+		// Emptied publicatie_lead_samples: a round that rolled back would leave them for the
+		// next one, which would count them again (three counts of one lead set a floor).
+		w.dirty = true
 	}
 	if recordedLate {
 		w.dirty = true // emptied publicatie_herlees

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -169,7 +168,7 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 	h := &hostile{t: t, db: db, form: form, broker: b, queue: w.q.Publicatie, regs: map[int64]*registered{},
 		clocks: []time.Duration{0, -200 * time.Millisecond, -500 * time.Millisecond}}
 	for i := range h.clocks {
-		h.servers = append(h.servers, applicationServer(t, url, fmt.Sprintf("bijhouding-%d", i)))
+		h.servers = append(h.servers, brptest.ApplicationServer(t, url, fmt.Sprintf("bijhouding-%d", i)))
 	}
 	ps := &lagging{w: w, bin: brptest.Build(t, "cmd/mutatielevering")}
 	for i := range 2 {
@@ -249,28 +248,6 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 		t.Fatal(err)
 	}
 	h.verify(w, dlq)
-}
-
-// applicationServer is an application server's connection pool to the database at dbURL,
-// named name (application_name). Like a real pool it keeps its connections: a registration
-// that had to open one first (database/sql keeps two idle by default) would wait for a
-// backend's fork between stamping its tsreg and its BEGIN.
-func applicationServer(t *testing.T, dbURL, name string) *sqlx.DB {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("application_name", name)
-	u.RawQuery = q.Encode()
-	db, err := sqlx.Open("postgres", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 // learnClocks registers a few handelingen through the application server whose clock is

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,6 +172,30 @@ func dbOn(t testing.TB, serverURL string, f Form) (*sqlx.DB, string) {
 		_ = rig.DropDB(context.Background(), serverURL, name)
 	})
 	return db, dbURL
+}
+
+// ApplicationServer is an application server's connection pool to the database at dbURL,
+// its sessions named name (application_name, which the publisher's lead margin tells
+// application servers apart by). Like a real pool it keeps its connections: a registration
+// that had to open one first (database/sql keeps two idle by default) would wait for a
+// backend's fork between stamping its tsreg and its BEGIN.
+func ApplicationServer(t testing.TB, dbURL, name string) *sqlx.DB {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("brptest: %v", err)
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	db, err := sqlx.Open("postgres", u.String())
+	if err != nil {
+		t.Fatalf("brptest: %v", err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // BareDB is a database of t's own holding what ddl creates and nothing of the service (no
