@@ -282,8 +282,8 @@ func (h *hostile) learnClocks() {
 	})
 }
 
-// act does one random bijhouding action; one stamped by an application server's clock, with
-// server's.
+// act does one random bijhouding action of application server server: a registration stamped
+// by its clock goes through its pool; the others use the database's clock, through db.
 func (h *hostile) act(ctx context.Context, r *rand.Rand, server int) error {
 	switch x := r.IntN(100); {
 	case x < 30:
