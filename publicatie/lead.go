@@ -141,8 +141,10 @@ type sourceLead struct {
 
 func newLeadSeen(at time.Time, late, samples []leadObs) leadSeen {
 	s := leadSeen{at: at, late: late, samples: samples}
-	for _, o := range slices.Concat(late, samples) {
-		s.lowest = addLead(s.lowest, o.source, o.d, 1)
+	for _, os := range [][]leadObs{late, samples} {
+		for _, o := range os {
+			s.lowest = addLead(s.lowest, o.source, o.d, 1)
+		}
 	}
 	return s
 }

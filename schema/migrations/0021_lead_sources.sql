@@ -6,7 +6,8 @@
 -- some of its handelingen fout ("ingehaald") when a newer one of their persons was delivered
 -- first.
 --
--- What this release's definitions change (registration.sql): the trigger fills these columns,
+-- What this release's definitions change (registration.sql, and rules.sql's new
+-- publicatie_lead_source, the source's text): the trigger fills these columns,
 -- and records the lead of every registration above half the margin (and 50 ms), not only
 -- those the sample rate picks. The release before reads neither column and runs unchanged.
 

@@ -9,9 +9,10 @@
 -- for, so one, reading one row. It
 -- * wakes a sleeping publisher (publicatie_toestand.slaapt: nothing in levering, nothing new);
 -- * records a registration beyond the lead margin, or by a late writer, in publicatie_nakomer
---   with its lead and where it came from (bron: the client's address and application_name), so
---   that the publisher takes it into its view at its place and learns the lead; a transaction that records more than 100 leaves only the oldest of each further
---   statement in publicatie_herlees, and the view is built again. Only handelingen still to be
+--   with its lead and where it came from (bron: publicatie_lead_source()), so that the
+--   publisher takes it into its view at its place and learns the lead; a transaction that
+--   records more than 100 leaves only the oldest of each further statement in
+--   publicatie_herlees, and the view is built again. Only handelingen still to be
 --   delivered (statuslev NULL) are recorded or sampled: one inserted with a status (a fout set
 --   by hand, a repair) is not the publisher's to take in;
 -- * samples the lead of a registration that records nothing, with where it came from, at the
@@ -64,13 +65,13 @@ begin
         if oudste is not null and now() < v.lead_sample_until
             and (random() < v.lead_sample_rate or now() - oudste > greatest(v.marge / 2, interval '50 ms')) then
             insert into publicatie_lead_samples (lead, source)
-            values (now() - oudste, coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name'));
+            values (now() - oudste, publicatie_lead_source());
         end if;
         return null;
     elsif publicatie_nakomer_ruimte(n) then
         insert into publicatie_nakomer (admhnd_id, voorsprong, bron)
-        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end,
-            coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name') from nieuw
+        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end, publicatie_lead_source()
+        from nieuw
         where statuslev is null and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
         order by id
         on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong, bron = excluded.bron;

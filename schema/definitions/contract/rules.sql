@@ -49,6 +49,13 @@ create or replace function publicatie_blocks(statuslev admhnd.statuslev%type, vr
     language sql immutable parallel safe
     as $$ select statuslev = 'in_levering' or (strict and statuslev = 'fout' and vrijgegeven is null) $$;
 
+-- The source of a lead the registration trigger records: the session's client address ('local'
+-- over a Unix socket) and application_name, which tell application servers apart
+-- (publicatie/lead.go, floors).
+create or replace function publicatie_lead_source() returns text
+    language sql stable parallel safe
+    as $$ select coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name') $$;
+
 -- Whether a row version (its xmin) was written by this transaction (migration 0009). A row
 -- written in a subtransaction counts as another transaction's: a harmless extra check.
 create or replace function publicatie_own_row(x xid) returns boolean

@@ -43,13 +43,13 @@ begin
         if oudste is not null and now() < v.lead_sample_until
             and (random() < v.lead_sample_rate or now() - oudste > greatest(v.marge / 2, interval '50 ms')) then
             insert into publicatie_lead_samples (lead, source)
-            values (now() - oudste, coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name'));
+            values (now() - oudste, publicatie_lead_source());
         end if;
         return null;
     elsif publicatie_nakomer_ruimte(n) then
         insert into publicatie_nakomer (admhnd_id, voorsprong, bron)
-        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end,
-            coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name') from nieuw
+        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end, publicatie_lead_source()
+        from nieuw
         where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
         order by id
         on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong, bron = excluded.bron;

@@ -50,6 +50,11 @@ create or replace function publicatie_blocks(statuslev smallint, vrijgegeven tim
     language sql immutable parallel safe
     as $$ select statuslev = 3 or (strict and statuslev = 5 and vrijgegeven is null) $$;
 
+-- The source of a lead the registration trigger records.
+create or replace function publicatie_lead_source() returns text
+    language sql stable parallel safe
+    as $$ select coalesce(host(inet_client_addr()), 'local') || ' ' || current_setting('application_name') $$;
+
 -- Whether a row version (its xmin) was written by this transaction.
 create or replace function publicatie_own_row(x xid) returns boolean
     language sql stable as $$
