@@ -147,6 +147,15 @@ const DefaultRedeliveryTimeout = time.Minute
 // (TestDefinitionsUseGosConstants).
 const DefaultMaxWait = 2 * time.Second
 
+// LateWriterGrace is how long any transaction holds back the horizon, whether it registers or
+// not (publicatie_horizon writes it in, and the registration triggers its half;
+// TestDefinitionsUseGosConstants holds both against this): migration 0011 calls a transaction
+// whose first registration comes more than half of it after its start a late writer, and
+// migration 0015 records what a transaction commits more than half of it after its start. The
+// other half covers the time between a round's clock reading and its look at
+// pg_stat_activity, and a commit's becoming visible.
+const LateWriterGrace = time.Second
+
 // DefaultPersonlessGrace is Config.PersonlessGrace's default: persons committed a few seconds
 // after their handeling (seen: up to 2 s in the kern layout) are well inside it.
 const DefaultPersonlessGrace = 30 * time.Second

@@ -74,15 +74,6 @@ type horizonWait struct {
 	seconds, holder float64
 }
 
-// LateWriterGrace is how long any transaction holds back the horizon, whether it registers or
-// not (publicatie_horizon writes it in, and the registration triggers its half;
-// TestDefinitionsUseGosConstants holds both against this): migration 0011 calls a transaction
-// whose first registration comes more than half of it after its start a late writer, and
-// migration 0015 records what a transaction commits more than half of it after its start. The
-// other half covers the time between a round's clock reading and its look at
-// pg_stat_activity, and a commit's becoming visible.
-const LateWriterGrace = time.Second
-
 // readLatePersons empties publicatie_laat_personen and returns its handelingen: persons
 // bijhouding added to them after they were delivered (migration 0011), which nothing can undo,
 // so the leader reports them. Records migration 0009 left in publicatie_ingehaald are reported
