@@ -68,15 +68,17 @@ type Config struct {
 	// (handeling.FoutOvertaken) rather than reaching afnemers out of order. Default
 	// DefaultMaxLead.
 	MaxLead time.Duration
-	// LeadCover is the share of registrations whose lead the margin covers (lead.go): 1, the
-	// default, covers the highest lead of the last seconds, and only a registration whose lead
-	// exceeds what the leader has seen (a lead beyond MaxLead, the first registrations of a
-	// clock that fell behind) is late. Below 1 the margin covers the leads of that share of
-	// the registrations and leaves out the highest ones (0.99: all but one in a hundred), so
-	// that the stragglers of a busy application host (a wait for a connection or a CPU between reading the clock and
-	// BEGIN) do not hold every handeling back by their lead; such a straggler is late, and ends
-	// fout ("ingehaald") when a newer handeling of its persons, registered within its lead, is
-	// delivered before it commits. From 0.5 to 1.
+	// LeadCover is the share of registrations whose lead the margin covers (lead.go). Default
+	// DefaultLeadCover (0.99): the margin covers the leads of all but the one in a hundred
+	// registrations that waited longest between reading their application server's clock and
+	// BEGIN (a wait for a connection or a CPU on a busy application host), so that those
+	// stragglers do not hold every handeling back by their lead. Such a straggler is late, and
+	// ends fout ("ingehaald") only when a newer handeling of its persons, registered within its
+	// wait, was delivered before it committed. 1 covers the highest lead of the last seconds:
+	// only a registration whose lead exceeds what the leader has seen (a lead beyond MaxLead,
+	// the first registrations of a clock that fell behind) is late, and on a busy host every
+	// handeling waits for the worst wait. An application server whose clock is behind is
+	// covered at either setting (its floor, lead.go). From 0.5 to 1.
 	LeadCover float64
 	// MaxWait bounds how long the horizon waits for an open transaction that registers
 	// handelingen (it holds admhnd in row exclusive mode): a longer one no longer holds
@@ -232,7 +234,7 @@ func (c *Config) setDefaults() {
 		c.MaxLead = DefaultMaxLead
 	}
 	if c.LeadCover == 0 {
-		c.LeadCover = 1
+		c.LeadCover = DefaultLeadCover
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultMaxWait

@@ -3,6 +3,8 @@ package publicatie
 import (
 	"cmp"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -56,7 +58,7 @@ func TestLeadMargin(t *testing.T) {
 		seen   []leadSeen
 		margin time.Duration
 		want   time.Duration
-		cover  float64 // Config.LeadCover; 0: the default, 1
+		cover  float64 // Config.LeadCover; 0: 1, every lead covered
 	}{
 		{"nothing seen: as it is", nil, 40 * time.Millisecond, 40 * time.Millisecond, 0},
 		{"three late ones raise it from zero", []leadSeen{at(0, ms(1, 1, 1), nil)}, 0, 6 * time.Millisecond, 0},
@@ -64,7 +66,7 @@ func TestLeadMargin(t *testing.T) {
 		{"a straggler does not", []leadSeen{at(time.Second, ms(200), ms(times(99, 1)...))}, 6 * time.Millisecond, 6 * time.Millisecond, 0},
 		{"three late ones raise it to the highest, with a tenth more",
 			[]leadSeen{at(0, ms(200, 300, 150), ms(times(97, 1)...))}, 6 * time.Millisecond, 325 * time.Millisecond, 0},
-		{"by default a busy host's stragglers raise it to the highest",
+		{"cover 1: a busy host's stragglers raise it to the highest",
 			[]leadSeen{taking(2500, at(0, ms(50, 80, 340, 90, 60), ms(times(250, 2)...)))}, 7 * time.Millisecond, 365 * time.Millisecond, 0},
 		{"cover 0.99: of a hundred registrations, the one with the highest lead is left out",
 			[]leadSeen{at(0, ms(200, 300, 150), ms(times(97, 1)...))}, 6 * time.Millisecond, 220 * time.Millisecond, 0.99},
@@ -75,6 +77,10 @@ func TestLeadMargin(t *testing.T) {
 			[]leadSeen{taking(1000, at(0, ms(append(times(10, 300), times(5, 100)...)...), ms(times(100, 2)...)))}, 7 * time.Millisecond, 110 * time.Millisecond, 0.99},
 		{"cover 0.99: an application server 0.5 s behind, one in twenty registrations, raises it",
 			[]leadSeen{taking(2500, at(0, ms(times(125, 500)...), ms(times(250, 2)...)))}, 7 * time.Millisecond, 525 * time.Millisecond, 0.99},
+		{"cover 0.99: a covered lead within the margin does not raise it for its cushion",
+			[]leadSeen{taking(2500, at(0, ms(append(times(20, 60), times(20, 47)...)...), ms(times(250, 2)...)))}, 51 * time.Millisecond, 51 * time.Millisecond, 0.99},
+		{"cover 0.99: a covered lead beyond the margin raises it, with its cushion",
+			[]leadSeen{taking(2500, at(0, ms(append(times(20, 60), times(20, 53)...)...), ms(times(250, 2)...)))}, 51 * time.Millisecond, 58300 * time.Microsecond, 0.99},
 		{"cover 0.99: the busy host's stragglers do not hold a raised margin up",
 			[]leadSeen{taking(2500, at(0, ms(340, 300, 200), ms(times(250, 2)...)))}, 340 * time.Millisecond, 7 * time.Millisecond, 0.99},
 		{"the cushion is at most 25 ms: half the registrations 1.5 s behind",
@@ -142,6 +148,62 @@ func TestCoveredLead(t *testing.T) {
 				t.Fatalf("coveredLead %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// coveredLead (one pass, a heap of the highest leads) agrees with its definition: sort the
+// leads, highest first, and take the first at which their weight exceeds the share uncovered.
+func TestCoveredLeadIsTheSortedOnes(t *testing.T) {
+	t.Parallel()
+	sorted := func(late, samples []time.Duration, taken int, uncovered float64) time.Duration {
+		weight := 1.0
+		if len(samples) > 0 {
+			weight = max(1, float64(taken-len(late))/float64(len(samples)))
+		}
+		type lead struct {
+			d      time.Duration
+			sample bool
+		}
+		var all []lead
+		for _, d := range late {
+			all = append(all, lead{d, false})
+		}
+		for _, d := range samples {
+			all = append(all, lead{d, true})
+		}
+		slices.SortFunc(all, func(a, b lead) int { return cmp.Compare(b.d, a.d) })
+		allowed := uncovered * max(float64(taken), float64(len(late))+weight*float64(len(samples)))
+		nLate, nSamples := 0, 0 // the weight above, counted: a float sum's order would decide ties
+		for _, l := range all {
+			if l.sample {
+				nSamples++
+			} else {
+				nLate++
+			}
+			if float64(nLate)+weight*float64(nSamples) > allowed {
+				return l.d
+			}
+		}
+		return all[len(all)-1].d
+	}
+	r := rand.New(rand.NewPCG(51, 99))
+	leads := func(n int) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = time.Duration(r.IntN(400)-20) * time.Millisecond // a few below the floor, many alike
+		}
+		return out
+	}
+	for i := range 2000 {
+		late, samples := leads(r.IntN(30)), leads(r.IntN(300))
+		if len(late)+len(samples) == 0 {
+			continue
+		}
+		taken := len(late) + r.IntN(5000)
+		uncovered := []float64{0, 0.001, 0.01, 0.05, 0.5}[r.IntN(5)]
+		if got, want := coveredLead(late, samples, taken, uncovered), sorted(late, samples, taken, uncovered); got != want {
+			t.Fatalf("case %d (%d late, %d samples, %d taken, %g uncovered): %v, want %v", i, len(late), len(samples), taken, uncovered, got, want)
+		}
 	}
 }
 
@@ -231,7 +293,7 @@ func TestConfigBounds(t *testing.T) {
 		t.Fatalf("the defaults: %v", err)
 	}
 	d := Config{}.WithDefaults()
-	if d.MaxWait != DefaultMaxWait || d.MaxLead != DefaultMaxLead || d.GroupSize != DefaultGroupSize || d.LeaseTimeout != MinLeaseTimeout ||
+	if d.MaxWait != DefaultMaxWait || d.MaxLead != DefaultMaxLead || d.LeadCover != DefaultLeadCover || d.GroupSize != DefaultGroupSize || d.LeaseTimeout != MinLeaseTimeout ||
 		d.Limit != 5000 || d.MaxInLevering != 1000 || d.FoutPolicy != handeling.Strict || !handeling.IsDefaultExcluded(d.Excluded) {
 		t.Fatalf("defaults %+v", d)
 	}
@@ -300,5 +362,30 @@ func TestLeadSourcesFollowTheLeadsSeen(t *testing.T) {
 		if i == 799 && got["b"] != 0 {
 			t.Fatalf("b's floor %v a minute after its last registration", got["b"])
 		}
+	}
+}
+
+// BenchmarkLeadMargin is a round's margin rule over 5 s of rounds 10 ms apart, each with five
+// leads of an application server 0.5 s behind (all of them recorded: 2,500 leads), at cover 1
+// and 0.99 (docs/performance.md, "The default: LEADCOVER 0.99").
+func BenchmarkLeadMargin(b *testing.B) {
+	now := time.Now()
+	var seen []leadSeen
+	for i := range 500 {
+		var obs []leadObs
+		for j := range 5 {
+			obs = append(obs, leadObs{time.Duration(500+(i*7+j*13)%40) * time.Millisecond, "b"})
+		}
+		s := newLeadSeen(now.Add(-time.Duration(500-i)*10*time.Millisecond), nil, obs)
+		s.taken = len(obs)
+		seen = append(seen, s)
+	}
+	floors := leadFloors(seen, now)
+	for _, cover := range []float64{1, 0.99} {
+		b.Run(fmt.Sprintf("cover=%g", cover), func(b *testing.B) {
+			for b.Loop() {
+				leadMargin(seen, floors, now, 540*time.Millisecond, DefaultMaxLead, cover)
+			}
+		})
 	}
 }

@@ -191,7 +191,7 @@ func (v binVersion) env() []string {
 // another build. A name ending in @kern runs that build on the kern layout (a database with
 // rig.BijhoudingKern's tables, registrations written to them): "head,head@kern" compares the
 // layouts. Settings of its own follow a version as +VAR=VALUE, the publicatie's without
-// their prefix: "head,head+LEADCOVER=0.99" compares a setting's two values on one build.
+// their prefix: "head,head+LEADCOVER=1" compares a setting's two values on one build.
 func binVersions(b *testing.B, env string) []binVersion {
 	var out []binVersion
 	for _, v := range envList(env, "head") {

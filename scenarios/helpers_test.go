@@ -140,8 +140,8 @@ func (w *world) publisherProc(t testing.TB, name, bin string, env ...string) *br
 }
 
 // leadCover is BRP_TEST_LEADCOVER: the scenarios' publishers run with that LEADCOVER
-// (publicatie.Config.LeadCover), to try the operator's other choice on the hostile and chaos
-// tests; unset, 0: the default.
+// (publicatie.Config.LeadCover), to try another choice (1: cover every lead) on the hostile
+// and chaos tests; unset, 0: the default.
 func leadCover(t testing.TB) float64 {
 	s := os.Getenv("BRP_TEST_LEADCOVER")
 	if s == "" {
