@@ -361,8 +361,9 @@ func coveredLead(late, samples []time.Duration, taken int, uncovered float64) ti
 // those of the registrations with the highest ones that weigh at most allowed (coveredLead). It
 // keeps the highest leads seen whose weight, less the lowest one's, stays within allowed: a
 // min-heap, of one lead at cover 1, of about allowed leads below it. A round weighs thousands of
-// leads (a server behind has all of its recorded), and sorting them took it five times as
-// long. The weight of top is counted in leads and samples, so that no sum drifts.
+// leads (a server behind has all of its recorded), and a sort of them was most of a round's
+// cost of the margin (docs/performance.md, "The default: LEADCOVER 0.99"). The weight of top
+// is counted in leads and samples, so that no float sum drifts.
 type leadCover struct {
 	weight              float64 // of a sample: the registrations it stands for
 	allowed             float64
@@ -380,28 +381,30 @@ func newLeadCover(taken, late, samples int, uncovered float64) *leadCover {
 	return &leadCover{weight: weight, allowed: uncovered * total, lowest: math.MaxInt64}
 }
 
-// topWeight is the weight of top, less that of a lead (sample: a sample's).
-func (c *leadCover) topWeight(less bool, sample bool) float64 {
-	l, s := c.topLate, c.topSamples
-	if less && sample {
-		s--
-	} else if less {
-		l--
-	}
-	return float64(l) + c.weight*float64(s)
-}
-
 // add weighs a lead recorded late (sample false: weighing 1) or sampled.
 func (c *leadCover) add(d time.Duration, sample bool) {
 	c.lowest = min(c.lowest, d)
-	if len(c.top) > 0 && c.topWeight(false, false) > c.allowed && d <= c.top[0].d {
+	if len(c.top) > 0 && c.topWeight(false) > c.allowed && d <= c.top[0].d {
 		return // below a lead already not left out
 	}
 	heap.Push(&c.top, coverLead{d, sample})
 	c.count(sample, 1)
-	for len(c.top) > 1 && c.topWeight(true, c.top[0].sample) > c.allowed {
+	for len(c.top) > 1 && c.topWeight(true) > c.allowed {
 		c.count(heap.Pop(&c.top).(coverLead).sample, -1)
 	}
+}
+
+// topWeight is the weight of top, or of top without its lowest lead.
+func (c *leadCover) topWeight(withoutLowest bool) float64 {
+	l, s := c.topLate, c.topSamples
+	if withoutLowest {
+		if c.top[0].sample {
+			s--
+		} else {
+			l--
+		}
+	}
+	return float64(l) + c.weight*float64(s)
 }
 
 func (c *leadCover) count(sample bool, n int) {
@@ -415,7 +418,7 @@ func (c *leadCover) count(sample bool, n int) {
 // lead is the covered lead of what was added: the lowest of top once top weighs more than
 // allowed, else the lowest lead (every registration may be left out).
 func (c *leadCover) lead() time.Duration {
-	if c.topWeight(false, false) > c.allowed {
+	if len(c.top) > 0 && c.topWeight(false) > c.allowed {
 		return c.top[0].d
 	}
 	return c.lowest
