@@ -269,7 +269,7 @@ func (w *openWork) tookIn(n int) {
 // bound: the highest of the sources' floors (leadFloors, over leadMemory) plus the excess over its
 // source's floor that the share cover of the registrations of leadWindow stayed within (of
 // more, up to leadMemory, while they are fewer than leadMinObservations), late or sampled, plus
-// leadCushion: at cover 1, with one source, the highest lead (coveredLead). It is raised only
+// leadCushion: at cover 1, with one source, the highest lead (leadCover). It is raised only
 // when at least leadMinLate of them were late (beyond margin) and the lead it covers lies
 // beyond margin: not for the cushion alone (below cover 1 the late ones are always there, and
 // the covered lead's jitter raised the margin by fractions of a millisecond several times a
@@ -341,29 +341,16 @@ func excessOver(floors map[string]time.Duration) func(leadObs) time.Duration {
 	}
 }
 
-// coveredLead is the highest lead but those of the share uncovered of the registrations with
-// the highest ones: late are leads recorded every time, samples leads that each stand for
-// (taken - len(late)) / len(samples) registrations, at least one. With fewer than 1 /
-// uncovered registrations (uncovered 0: always) it is the highest lead. late and samples are
-// not both empty.
-func coveredLead(late, samples []time.Duration, taken int, uncovered float64) time.Duration {
-	c := newLeadCover(taken, len(late), len(samples), uncovered)
-	for _, d := range late {
-		c.add(d, false)
-	}
-	for _, d := range samples {
-		c.add(d, true)
-	}
-	return c.lead()
-}
-
-// leadCover finds, in one pass over the leads and without sorting them, the highest lead but
-// those of the registrations with the highest ones that weigh at most allowed (coveredLead). It
-// keeps the highest leads seen whose weight, less the lowest one's, stays within allowed: a
-// min-heap, of one lead at cover 1, of about allowed leads below it. A round weighs thousands of
-// leads (a server behind has all of its recorded), and a sort of them was most of a round's
-// cost of the margin (docs/performance.md, "The default: LEADCOVER 0.99"). The weight of top
-// is counted in leads and samples, so that no float sum drifts.
+// leadCover finds, in one pass over the leads and without sorting them, the covered lead: the
+// highest lead but those of the registrations with the highest ones that weigh at most allowed,
+// the share uncovered of them all. Late leads weigh one registration each; a sample weighs the
+// registrations it stands for, (taken - late) / samples, at least one. With fewer than 1 /
+// uncovered registrations (uncovered 0: always) it is the highest lead. It keeps the highest
+// leads seen whose weight, less the lowest one's, stays within allowed: a min-heap, of one lead
+// at cover 1, of about allowed leads below it. A round weighs thousands of leads (a server
+// behind has all of its recorded), and a sort of them was most of a round's cost of the margin
+// (docs/performance.md, "The default: LEADCOVER 0.99"). The weight of top is counted in leads
+// and samples, so that no float sum drifts.
 type leadCover struct {
 	weight              float64 // of a sample: the registrations it stands for
 	allowed             float64

@@ -124,7 +124,19 @@ func TestLeadMargin(t *testing.T) {
 	}
 }
 
-// coveredLead leaves out the leads of the share uncovered of the registrations with the highest
+// coveredLead is leadCover's covered lead of late and samples (not both empty).
+func coveredLead(late, samples []time.Duration, taken int, uncovered float64) time.Duration {
+	c := newLeadCover(taken, len(late), len(samples), uncovered)
+	for _, d := range late {
+		c.add(d, false)
+	}
+	for _, d := range samples {
+		c.add(d, true)
+	}
+	return c.lead()
+}
+
+// leadCover leaves out the leads of the share uncovered of the registrations with the highest
 // ones, a sample weighing for the registrations it stands for.
 func TestCoveredLead(t *testing.T) {
 	t.Parallel()
@@ -151,7 +163,7 @@ func TestCoveredLead(t *testing.T) {
 	}
 }
 
-// coveredLead (one pass, a heap of the highest leads) agrees with its definition: sort the
+// leadCover (one pass, a heap of the highest leads) agrees with its definition: sort the
 // leads, highest first, and take the first at which their weight exceeds the share uncovered.
 func TestCoveredLeadIsTheSortedOnes(t *testing.T) {
 	t.Parallel()
