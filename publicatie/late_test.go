@@ -2,6 +2,7 @@ package publicatie
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -179,13 +180,16 @@ func TestLeadMarginIsLearned(t *testing.T) {
 	e.insert(h(1, 1, 10), h(2, 2, 11), h(3, 3, 12)) // January: far beyond MaxLead
 	wantIDs(t, "old handelingen", e.round(), 1, 2, 3)
 	wantLeadMargin(t, e, 0)
-	register := func(id int64, lead string) {
+	// register returns how long the transaction took, from before its BEGIN to after its commit.
+	register := func(id int64, lead string) time.Duration {
+		start := time.Now()
 		tx := e.db.MustBegin()
 		tx.MustExec(`insert into admhnd (id, soort, tsreg) values ($1, 'VERHUIZING', now() - $2::interval)`, id, lead)
 		tx.MustExec(`insert into admhnd_persoon values ($1, $1)`, id)
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
+		return time.Since(start)
 	}
 	for id := int64(10); id < 20; id++ {
 		register(id, "1 ms") // a connection pool that reads the clock before it begins
@@ -230,18 +234,27 @@ func TestLeadMarginIsLearned(t *testing.T) {
 	// in: here after a few hundred milliseconds).
 	time.Sleep(600 * time.Millisecond)
 	e.db.MustExec(`update publicatie_toestand set sinds = now() - interval '1 s'`)
-	register(61, "100 ms")
-	wantRecorded(t, e, 61, false)
+	// A lead within the margin is not recorded. A transaction that took more than half a second
+	// is recorded as a late writer's, whatever its lead (the trigger cannot tell it from one that
+	// waited on purpose), so where the machine stalled one (a CI run beside other packages: stop
+	// 56), the next is tried.
+	within := int64(61)
+	for ; register(within, "100 ms") > LateWriterGrace/2; within++ {
+		if within == 65 {
+			t.Fatal("five registrations in a row took more than half a second each: the machine is too busy for this test")
+		}
+	}
+	wantRecorded(t, e, within, false)
 	// tsreg now() - 100 ms, the margin 535 ms: the horizon passes it about 435 ms after its
 	// commit.
 	deadline := time.Now().Add(5 * time.Second)
 	var got []int64
-	for !slices.Contains(got, 61) && time.Now().Before(deadline) {
+	for !slices.Contains(got, within) && time.Now().Before(deadline) {
 		got = append(got, e.round()...)
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !slices.Contains(got, 61) {
-		t.Fatalf("61 not published once the horizon passed it: %v", got)
+	if !slices.Contains(got, within) {
+		t.Fatalf("%d not published once the horizon passed it: %v", within, got)
 	}
 	// The clock behind is set right: the leads of the next five seconds are a millisecond.
 	time.Sleep(leadWindow)
@@ -314,9 +327,15 @@ func TestLeadMarginRemembersAServerBehind(t *testing.T) {
 
 func wantRecorded(t *testing.T, e *roundEnv, id int64, want bool) {
 	t.Helper()
-	var recorded bool
-	if err := e.db.Get(&recorded, `select exists (select from publicatie_nakomer where admhnd_id = $1)`, id); err != nil || recorded != want {
-		t.Fatalf("handeling %d recorded late: %v (%v), want %v", id, recorded, err, want)
+	var got struct {
+		Recorded bool
+		Lead     sql.NullFloat64
+		Margin   float64
+	}
+	if err := e.db.Get(&got, `select exists (select from publicatie_nakomer where admhnd_id = $1) as recorded,
+		(select extract(epoch from voorsprong)::float8 from publicatie_nakomer where admhnd_id = $1) as lead,
+		(select extract(epoch from marge)::float8 from publicatie_toestand) as margin`, id); err != nil || got.Recorded != want {
+		t.Fatalf("handeling %d recorded late: %v (lead %v, margin %.3f s; %v), want %v", id, got.Recorded, got.Lead, got.Margin, err, want)
 	}
 }
 
