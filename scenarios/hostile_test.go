@@ -257,8 +257,8 @@ func runHostile(t *testing.T, form hostileForm, seed uint64) {
 //
 // It waits for the event it needs, not for a time: once the leader has taken the five into its
 // view (their records in publicatie_nakomer are gone), the round that did so has set the margin
-// in the same transaction. A CI run beside other packages once left the leader without a round
-// for 30 s (stop 56), so how long that takes is bounded loosely; the margin then is not.
+// in the same transaction. A CI run beside other packages once failed a 30 s wait for the
+// margin (stop 56), so how long the leader takes is bounded loosely; the margin then is not.
 func (h *hostile) learnClocks(pub *publicatie.Publisher) {
 	t := h.t
 	var ids []int64
