@@ -20,6 +20,7 @@ import (
 	"github.com/brp/levering/internal/brptest"
 	"github.com/brp/levering/internal/dbsession"
 	"github.com/brp/levering/internal/load"
+	"github.com/brp/levering/internal/rig"
 )
 
 // roundEnv is a standalone publisher over a database and queue of the test's own.
@@ -45,13 +46,15 @@ func (e *roundEnv) published() [][]int64 {
 func (e *roundEnv) messages() [][]Candidate {
 	e.t.Helper()
 	var out [][]Candidate
-	brptest.Eventually(e.t, 10*time.Second, func() error {
-		out = nil
-		n := 0
-		for _, m := range e.read.Messages()[e.seen:] {
+	var n int
+	var bad error
+	if !e.read.Await(10*time.Second, func(msgs []rig.Received) bool {
+		out, n = nil, 0
+		for _, m := range msgs[min(e.seen, len(msgs)):] {
 			p, err := handeling.DecodePublication(m.Body)
 			if err != nil {
-				return err
+				bad = err
+				return true
 			}
 			var cs []Candidate
 			for _, mb := range p.Members() {
@@ -60,11 +63,13 @@ func (e *roundEnv) messages() [][]Candidate {
 			out = append(out, cs)
 			n += len(cs)
 		}
-		if n < len(e.last) {
-			return fmt.Errorf("read %d of %d handelingen", n, len(e.last))
-		}
-		return nil
-	})
+		return n >= len(e.last)
+	}) {
+		e.t.Fatalf("read %d of the %d handelingen the round published within 10 s", n, len(e.last))
+	}
+	if bad != nil {
+		e.t.Fatal(bad)
+	}
 	e.seen += len(out)
 	return out
 }

@@ -26,8 +26,9 @@ type Reader struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu  sync.Mutex
-	got []Received
+	mu      sync.Mutex
+	got     []Received
+	arrived chan struct{} // closed, and replaced, when a message arrives (Await)
 }
 
 // Read subscribes to queue on the broker of cfg and collects its messages until Close.
@@ -37,7 +38,7 @@ func Read(cfg broker.Config, queue string) (*Reader, error) {
 		return nil, fmt.Errorf("rig: broker at %s is not reachable (start it with scripts/services.sh up): %w", cfg.Addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reader{cancel: cancel, done: make(chan struct{})}
+	r := &Reader{cancel: cancel, done: make(chan struct{}), arrived: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		for ctx.Err() == nil {
@@ -92,6 +93,8 @@ func (r *Reader) drain(ctx context.Context, sub *broker.Subscription) {
 				Body: m.Body, At: time.Now()}
 			r.mu.Lock()
 			r.got = append(r.got, rec)
+			close(r.arrived)
+			r.arrived = make(chan struct{})
 			r.mu.Unlock()
 			if err := sub.Ack(context.Background(), m); err != nil {
 				return
@@ -105,6 +108,28 @@ func (r *Reader) Messages() []Received {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Received(nil), r.got...)
+}
+
+// Await calls cond with what was read so far, at once and again as each message arrives,
+// until cond returns true (Await returns true) or timeout passes (false). A test waits on the
+// message rather than polling: a round's messages arrive within milliseconds, and a 50 ms poll
+// after each of a history's rounds was half of the publicatie package's time (issue 50).
+func (r *Reader) Await(timeout time.Duration, cond func([]Received) bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		got, arrived := r.got[:len(r.got):len(r.got)], r.arrived
+		r.mu.Unlock()
+		if cond(got) {
+			return true
+		}
+		select {
+		case <-arrived:
+		case <-deadline.C:
+			return cond(r.Messages())
+		}
+	}
 }
 
 // Count is how many messages were read so far.
