@@ -470,9 +470,11 @@ func (h *history) reference() func(inView map[int64]bool) [][]int64 {
 	}
 	var rows []row
 	if err := h.e.db.Select(&rows, `
-		select a.id, a.soort, a.statuslev, a.vrijgegeven is not null as released,
-		       coalesce((select array_agg(persoon_id order by persoon_id) from admhnd_persoon where admhnd_id = a.id), '{}') as personen
-		from `+state()+` a where a.tsreg < $1 or a.statuslev is not null
+		select a.id, a.soort, a.statuslev, a.vrijgegeven is not null as released, coalesce(p.personen, '{}') as personen
+		from `+state()+` a
+		left join (select admhnd_id, array_agg(persoon_id order by persoon_id) as personen from admhnd_persoon group by admhnd_id) p
+		    on p.admhnd_id = a.id
+		where a.tsreg < $1 or a.statuslev is not null
 		order by a.tsreg, a.id`, horizon); err != nil {
 		h.fail("%v", err)
 	}
