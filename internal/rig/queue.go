@@ -112,8 +112,8 @@ func (r *Reader) Messages() []Received {
 
 // Await calls cond with what was read so far, at once and again as each message arrives,
 // until cond returns true (Await returns true) or timeout passes (false). A test waits on the
-// message rather than polling: a round's messages arrive within milliseconds, and a 50 ms poll
-// after each of a history's rounds was half of the publicatie package's time (issue 50).
+// message rather than polling: a round's messages arrive within milliseconds of its commit,
+// and a poll adds its interval whenever it looks too early.
 func (r *Reader) Await(timeout time.Duration, cond func([]Received) bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
