@@ -3,7 +3,6 @@ package publicatie
 import (
 	"container/heap"
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -226,7 +225,7 @@ func (s *leadSources) floors(seen []leadSeen, now time.Time) map[string]time.Dur
 // learnLead records what this round read (late: the leads of registrations recorded late,
 // samples: the sampled ones) and sets the margin, its bound, the wait bound and the sample rate
 // in the round's transaction when one of them changed (leadMargin).
-func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, samples []leadObs) error {
+func (w *openWork) learnLead(ctx context.Context, st roundStore, cur leadRow, late, samples []leadObs) error {
 	now := time.Now()
 	w.leadSeen = append(w.leadSeen, newLeadSeen(now, late, samples))
 	for len(w.leadSeen) > 0 && now.Sub(w.leadSeen[0].at) > leadMemory {
@@ -244,11 +243,10 @@ func (w *openWork) learnLead(ctx context.Context, q querier, cur leadRow, late, 
 		rate = cur.sampleRate
 	}
 	hold := leadHoldFor(w.cfg.MaxLead, w.cfg.MaxWait)
-	if _, err := q.ExecContext(ctx, w.sql.leadSQL, want.Seconds(), w.cfg.MaxLead.Seconds(), hold.Seconds(), w.cfg.MaxWait.Seconds(),
-		rate, leadSampleLease.Seconds()); err != nil {
-		return fmt.Errorf("lead margin: %w", err)
+	if err := st.setLead(ctx, leadWrite{margin: want, bound: w.cfg.MaxLead, hold: hold, maxWait: w.cfg.MaxWait,
+		sampleRate: rate, sampleLease: leadSampleLease}); err != nil {
+		return err
 	}
-	w.dirty = true
 	if want != cur.margin {
 		w.log.Info("tsreg lead margin changed: the horizon is held back by the lead bijhouding's tsreg may have on its transaction's start",
 			slog.Duration("margin", want), slog.Duration("was", cur.margin), slog.Int("leads", obs), slog.Int("late", lateN),

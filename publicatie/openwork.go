@@ -15,20 +15,15 @@ import (
 const SweepInterval = 30 * time.Second
 
 // openWork is the leader's view of the open work across its rounds: it owns the view, the
-// epoch it belongs to, what its intake changed in the database (dirty), its sweeps and
-// rebuilds. Only the round's goroutine uses it.
+// epoch it belongs to, its sweeps and rebuilds. It reads and writes the database only through
+// the round's store (roundStore), never SQL of its own. Only the round's goroutine uses it.
 type openWork struct {
 	cfg Config
-	sql *statements // of cfg.Layout
 	m   *metrics
 	log *slog.Logger
 
-	view  *view // nil: none yet (a follower's, or dropped after a failed round)
-	epoch int64
-	// dirty says this round's intake emptied publicatie_nakomer, publicatie_herlees,
-	// publicatie_lead_samples or publicatie_laat_personen, or changed the lead margin: the
-	// round must commit even if it publishes nothing.
-	dirty       bool
+	view        *view // nil: none yet (a follower's, or dropped after a failed round)
+	epoch       int64
 	leadSeen    []leadSeen  // the window learnLead reads
 	leadSources leadSources // the floors of leadSeen's sources
 	// recheck are the handelingen the last committed round could not mark (no longer to be
@@ -47,7 +42,7 @@ type openWork struct {
 }
 
 func newOpenWork(cfg Config, m *metrics, log *slog.Logger) *openWork {
-	return &openWork{cfg: cfg, sql: statementsFor(cfg.Layout), m: m, log: log}
+	return &openWork{cfg: cfg, m: m, log: log}
 }
 
 // forEpoch returns the view of epoch, a new empty one if the view belongs to another epoch
@@ -113,19 +108,19 @@ func (w *openWork) rebuild(reason string) *view {
 // could: more are waiting. Every SweepInterval it compares the view with the database
 // afterwards, and starts it again if they disagree. lead is the margin's row as the horizon
 // read it: the round learns the lead from what was recorded late (learnLead).
-func (w *openWork) takeIn(ctx context.Context, q querier, epoch int64, horizon time.Time, lead leadRow) (v *view, taken int, full bool, err error) {
-	taken, full, err = w.takeInto(ctx, q, w.forEpoch(epoch), horizon, lead)
+func (w *openWork) takeIn(ctx context.Context, st roundStore, epoch int64, horizon time.Time, lead leadRow) (v *view, taken int, full bool, err error) {
+	taken, full, err = w.takeInto(ctx, st, w.forEpoch(epoch), horizon, lead)
 	if w.view != nil {
 		w.m.setView(w.view)
 	}
 	return w.view, taken, full, err
 }
 
-func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon time.Time, lead leadRow) (taken int, full bool, err error) {
-	if err := w.reportLatePersons(ctx, q); err != nil {
+func (w *openWork) takeInto(ctx context.Context, st roundStore, v *view, horizon time.Time, lead leadRow) (taken int, full bool, err error) {
+	if err := w.reportLatePersons(ctx, st); err != nil {
 		return 0, false, err
 	}
-	refused, err := w.sql.refuseOddTsreg(ctx, q, w.cfg.Excluded)
+	refused, err := st.refuseOddTsreg(ctx, w.cfg.Excluded)
 	if err != nil {
 		return 0, false, err
 	}
@@ -135,34 +130,26 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 		w.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
 			slog.String("reason", handeling.FoutTsreg))
 	}
-	oldest, recordedLate, lateLeads, samples, err := w.sql.readHerlees(ctx, q)
+	oldest, recordedLate, lateLeads, samples, err := st.readHerlees(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	if err := w.learnLead(ctx, q, lead, lateLeads, samples); err != nil {
+	if err := w.learnLead(ctx, st, lead, lateLeads, samples); err != nil {
 		return 0, false, err
 	}
-	if len(samples) > 0 {
-		// Emptied publicatie_lead_samples: a round that rolled back would leave them for the
-		// next one, which would count them again (three counts of one lead set a floor).
-		w.dirty = true
+	if recordedLate && !v.stand.Before(oldest) {
+		// Registered behind the stand: the view is no longer the prefix it must be.
+		w.log.Info("handelingen registered with a tsreg the publisher's view had passed; building the view again",
+			slog.Int64("admhnd_id", oldest.ID), slog.Time("tsreg", oldest.Tsreg))
+		v = w.rebuild(rebuildLate)
 	}
-	if recordedLate {
-		w.dirty = true // emptied publicatie_herlees
-		if !v.stand.Before(oldest) {
-			// Registered behind the stand: the view is no longer the prefix it must be.
-			w.log.Info("handelingen registered with a tsreg the publisher's view had passed; building the view again",
-				slog.Int64("admhnd_id", oldest.ID), slog.Time("tsreg", oldest.Tsreg))
-			v = w.rebuild(rebuildLate)
-		}
-	}
-	if err := w.followFout(ctx, q, v); err != nil {
+	if err := w.followFout(ctx, st, v); err != nil {
 		return 0, false, err
 	}
 	if v.rewindDue {
 		w.rewind(v)
 	}
-	read, late, full, err := w.intake(ctx, q, v, horizon)
+	read, late, full, err := w.intake(ctx, st, v, horizon)
 	if err != nil {
 		return 0, false, err
 	}
@@ -176,7 +163,7 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 				return read + late, false, err
 			}
 		}
-		if ok, err := w.sweep(ctx, q, v); err != nil || !ok {
+		if ok, err := w.sweep(ctx, st, v); err != nil || !ok {
 			return read + late, !ok, err
 		}
 	}
@@ -185,18 +172,16 @@ func (w *openWork) takeInto(ctx context.Context, q querier, v *view, horizon tim
 
 // intake reads, with readIntake, what v has room for after its stand and what
 // publicatie_nakomer holds, into v.
-func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.Time) (read, late int, full bool, err error) {
+func (w *openWork) intake(ctx context.Context, st roundStore, v *view, horizon time.Time) (read, late int, full bool, err error) {
 	limit, budget := w.intakeBounds(v)
-	rows, cut, err := w.sql.readIntake(ctx, q, w.cfg.Excluded, horizon, v.stand, limit, budget, w.recheck)
+	rows, cut, err := st.readIntake(ctx, w.cfg.Excluded, horizon, v.stand, limit, budget, w.recheck)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	w.recheck = nil
 	oldStand, persons := v.stand, 0
 	for _, r := range rows {
-		if r.nakomer {
-			w.dirty = true // the intake emptied publicatie_nakomer
-		} else if v.stand.Before(r.place) {
+		if !r.nakomer && v.stand.Before(r.place) {
 			v.stand = r.place
 		}
 	}
@@ -235,24 +220,20 @@ func (w *openWork) intake(ctx context.Context, q querier, v *view, horizon time.
 // policy). A handeling that became fout leaves the view; the persons a fout holds from now on
 // have their handelingen parked (view.hold); when a person with parked handelingen is released
 // the view is rewound (view.release).
-func (w *openWork) followFout(ctx context.Context, q querier, v *view) error {
+func (w *openWork) followFout(ctx context.Context, st roundStore, v *view) error {
 	strict := w.cfg.FoutPolicy == handeling.Strict
 	if strict && v.holds == nil {
-		h, err := w.sql.readHolds(ctx, q)
+		h, err := st.readHolds(ctx)
 		if err != nil {
 			return err
 		}
 		v.holds = h
 	}
-	changes, err := w.sql.readFoutChanges(ctx, q)
+	changes, err := st.readFoutChanges(ctx)
 	if err != nil {
 		return err
 	}
-	if len(changes) == 0 {
-		return nil
-	}
-	w.dirty = true // emptied publicatie_fout_changes
-	if !strict {
+	if len(changes) == 0 || !strict {
 		return nil
 	}
 	for _, s := range changes {
@@ -291,15 +272,11 @@ func (w *openWork) intakeBounds(v *view) (limit, budget int) {
 // delivered (readLatePersons): a breach of the contract (a handeling's persons committed after
 // it) that nothing can undo. The log names the ids so an operator can find them, never the
 // persons.
-func (w *openWork) reportLatePersons(ctx context.Context, q querier) error {
-	found, err := w.sql.readLatePersons(ctx, q)
+func (w *openWork) reportLatePersons(ctx context.Context, st roundStore) error {
+	found, err := st.readLatePersons(ctx)
 	if err != nil {
 		return err
 	}
-	if len(found) == 0 {
-		return nil
-	}
-	w.dirty = true // emptied publicatie_laat_personen
 	for _, id := range found {
 		w.m.latePersons.Inc()
 		w.log.Warn("persons added to a handeling after it was delivered: afnemers received it without them",
@@ -317,8 +294,8 @@ func (w *openWork) reportLatePersons(ctx context.Context, q querier) error {
 // then stale; the next round builds on w.view). So a commit between two reads never rebuilds
 // the view, and a real disagreement (a fout handeling deleted, triggers disabled) costs one
 // round more.
-func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err error) {
-	sum, err := w.sql.readChecksum(ctx, q, w.cfg.Excluded, v.stand)
+func (w *openWork) sweep(ctx context.Context, st roundStore, v *view) (ok bool, err error) {
+	sum, err := st.readChecksum(ctx, w.cfg.Excluded, v.stand)
 	if err != nil {
 		return false, err
 	}
@@ -333,7 +310,7 @@ func (w *openWork) sweep(ctx context.Context, q querier, v *view) (ok bool, err 
 			slog.Int("view", n), slog.Int("database", sum.n)), nil
 	}
 	if v.holds != nil {
-		if sum, err = w.sql.readHoldsChecksum(ctx, q); err != nil {
+		if sum, err = st.readHoldsChecksum(ctx); err != nil {
 			return false, err
 		}
 		n, xor = len(v.holds.fout), v.holds.xor

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -24,7 +23,8 @@ type round struct {
 	epoch int64
 	start time.Time
 	tx    *sqlx.Tx
-	q     querier
+	q     querier    // the transaction, for the fence
+	store roundStore // the transaction, for everything else
 
 	inLevering int           // in levering when the round began
 	budget     int           // MaxInLevering - inLevering
@@ -72,7 +72,7 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		return 0, false, false, err
 	}
 	if len(r.keep) == 0 && len(r.stale) == 0 {
-		if !p.work.dirty {
+		if !r.store.changed() {
 			return 0, r.intakeFull, r.sleep, nil
 		}
 		// The intake emptied publicatie_nakomer: committed behind the fence like any round,
@@ -116,10 +116,9 @@ func (p *Publisher) sleeping(ctx context.Context, r *round) error {
 	if want == r.st.sleeping {
 		return nil
 	}
-	if _, err := r.q.ExecContext(ctx, p.sql.sleepingSQL, want); err != nil {
-		return dbErr(fmt.Errorf("publicatie_toestand: %w", err))
+	if err := r.store.setSleeping(ctx, want); err != nil {
+		return dbErr(err)
 	}
-	p.work.dirty = true
 	return nil
 }
 
@@ -139,11 +138,10 @@ func (p *Publisher) reportHeld(ctx context.Context, r *round) error {
 	if (now == p.heldWritten && p.heldEpoch == r.epoch) || time.Since(p.heldAt) < heldReportEvery {
 		return nil
 	}
-	if _, err := r.q.ExecContext(ctx, p.sql.heldCountsSQL, v.heldN, v.heldPersons); err != nil {
-		return dbErr(fmt.Errorf("publicatie_toestand: held counts: %w", err))
+	if err := r.store.writeHeldCounts(ctx, v.heldN, v.heldPersons); err != nil {
+		return dbErr(err)
 	}
 	p.heldWritten, p.heldEpoch, p.heldAt = now, r.epoch, time.Now()
-	p.work.dirty = true
 	return nil
 }
 
@@ -163,14 +161,13 @@ func (p *Publisher) heal(ctx context.Context, r *round) error {
 		return nil
 	}
 	p.healedAt = time.Now()
-	ids, err := p.sql.heal(ctx, r.q)
+	ids, err := r.store.heal(ctx)
 	if err != nil {
 		return dbErr(err)
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	p.work.dirty = true
 	p.m.healed.Add(float64(len(ids)))
 	p.log.Info("fout handelingen retried: their persons came, and nothing of theirs was delivered after them",
 		slog.Any("admhnd_ids", ids), slog.String("foutreden", handeling.FoutGeenPersonen))
@@ -183,7 +180,6 @@ const healNote = "retried by the service: its persons came after its delivery, a
 // plan begins the round's transaction behind the fence and decides what it publishes.
 func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	r := &round{epoch: epoch, start: time.Now()}
-	p.work.dirty = false
 	// An error here is the database being away: BeginTx reports it below, and what did not
 	// get prepared runs unprepared.
 	_ = p.stmts.Prepare(ctx, p.sql.roundSQL()...)
@@ -195,15 +191,13 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 		return nil, dbErr(fmt.Errorf("begin round: %w", err))
 	}
 	r.tx, r.q = tx, p.stmts.In(tx.Tx)
+	r.store = newSQLStore(p.sql, r.q)
 	// A leader frozen inside a round must not hold its row locks forever: the database ends
 	// the session, and with it the round, after the lease timeout.
-	if _, err := r.q.ExecContext(ctx, p.sql.roundTimeoutSQL, strconv.FormatInt(p.cfg.LeaseTimeout.Milliseconds(), 10)); err != nil {
+	if err := r.store.start(ctx, p.cfg.LeaseTimeout); err != nil {
 		return r, dbErr(err)
 	}
-	if err := p.sql.lockRoundTables(ctx, r.q); err != nil {
-		return r, dbErr(err)
-	}
-	horizon, st, err := p.sql.readHorizon(ctx, r.q)
+	horizon, st, err := r.store.readHorizon(ctx)
 	if err != nil {
 		return r, dbErr(err)
 	}
@@ -213,17 +207,17 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	p.m.writerTx.Set(float64(st.writers.transactions))
 	p.m.writerKeys.Set(float64(len(st.writers.keys)))
 	p.m.writerAge.Set(st.writers.oldest)
-	if r.inLevering, err = p.sql.countInLevering(ctx, r.q); err != nil {
+	if r.inLevering, err = r.store.countInLevering(ctx); err != nil {
 		return r, dbErr(err)
 	}
-	if r.stale, err = p.sql.readStale(ctx, r.q, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering); err != nil {
+	if r.stale, err = r.store.readStale(ctx, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering); err != nil {
 		return r, dbErr(err)
 	}
 	r.budget = p.cfg.MaxInLevering - r.inLevering
 	if r.budget <= 0 {
 		return r, nil
 	}
-	v, taken, full, err := p.work.takeIn(ctx, r.q, epoch, horizon, st.lead)
+	v, taken, full, err := p.work.takeIn(ctx, r.store, epoch, horizon, st.lead)
 	if err != nil {
 		return r, dbErr(err)
 	}
@@ -240,7 +234,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 // whose persons is blocked (in levering, recorded since the intake, or linked by an open
 // transaction: openWriters), in groups, up to the budget.
 func (p *Publisher) choose(ctx context.Context, r *round, v *view) error {
-	blocked, err := p.sql.readBlocked(ctx, r.q, p.cfg.FoutPolicy == handeling.Strict)
+	blocked, err := r.store.readBlocked(ctx, p.cfg.FoutPolicy == handeling.Strict)
 	if err != nil {
 		return dbErr(err)
 	}
@@ -262,10 +256,10 @@ func (p *Publisher) choose(ctx context.Context, r *round, v *view) error {
 // through publicatie_nakomer).
 func (p *Publisher) mark(ctx context.Context, r *round) (err error) {
 	stale := components(r.stale)
-	if r.republished, err = p.sql.touchStale(ctx, r.q, ids(slices.Concat(stale...))); err != nil {
+	if r.republished, err = r.store.touchStale(ctx, ids(slices.Concat(stale...))); err != nil {
 		return dbErr(err)
 	}
-	if r.marked, err = p.sql.markInLevering(ctx, r.q, ids(r.keep)); err != nil {
+	if r.marked, err = r.store.markInLevering(ctx, ids(r.keep)); err != nil {
 		return dbErr(err)
 	}
 	var bundles bundler
@@ -292,7 +286,7 @@ func (p *Publisher) mark(ctx context.Context, r *round) (err error) {
 			return err
 		}
 	}
-	if err := p.sql.setBack(ctx, r.q, back); err != nil {
+	if err := r.store.setBack(ctx, back); err != nil {
 		return dbErr(err)
 	}
 	if len(r.republished) > 0 {
