@@ -320,7 +320,7 @@ func Build(t testing.TB, pkg string, tags ...string) string {
 	v, _ := builds.LoadOrStore(key, &buildResult{})
 	b := v.(*buildResult)
 	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "brpbin")
+		dir, err := processTempDir("brpbin-")
 		if err != nil {
 			b.err = err
 			return

@@ -44,8 +44,8 @@ var (
 	jmsErr  error
 )
 
-// compileJMS compiles testdata/JMSAfnemer.java once per test process, into a directory
-// removed with the system's temporary files (tests of several packages share nothing).
+// compileJMS compiles testdata/JMSAfnemer.java once per test process, into a directory of
+// the process (processTempDir; tests of several packages share nothing).
 func compileJMS(t testing.TB) string {
 	t.Helper()
 	jmsOnce.Do(func() {
@@ -59,7 +59,7 @@ func compileJMS(t testing.TB) string {
 				return
 			}
 		}
-		dir, err := os.MkdirTemp("", "brp-jms-")
+		dir, err := processTempDir("brp-jms-")
 		if err != nil {
 			jmsErr = err
 			return
