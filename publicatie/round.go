@@ -22,9 +22,11 @@ import (
 type round struct {
 	epoch int64
 	start time.Time
-	tx    *sqlx.Tx
-	q     querier    // the transaction, for the fence
-	store roundStore // the transaction, for everything else
+	// When plan, mark and publish ended, for the debug log: where a round's time goes.
+	planned, markedAt, publishedAt time.Time
+	tx                             *sqlx.Tx
+	q                              querier    // the transaction, for the fence
+	store                          roundStore // the transaction, for everything else
 
 	inLevering int           // in levering when the round began
 	budget     int           // MaxInLevering - inLevering
@@ -79,12 +81,15 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		// so that a deposed leader cannot take the new one's records.
 		return 0, r.intakeFull, r.sleep, p.commit(ctx, r)
 	}
+	r.planned = time.Now()
 	if err := p.mark(ctx, r); err != nil {
 		return 0, false, false, err
 	}
+	r.markedAt = time.Now()
 	if err := p.publish(ctx, r); err != nil {
 		return 0, false, false, err
 	}
+	r.publishedAt = time.Now()
 	published, more, err = p.finish(ctx, r)
 	return published, more, false, err
 }
@@ -373,7 +378,9 @@ func (p *Publisher) finish(ctx context.Context, r *round) (published int, more b
 	}
 	p.log.Debug("round committed", slog.Int64("epoch", r.epoch), slog.Int("published", len(r.sent)),
 		slog.Int("republished", len(r.republished)), slog.Int("taken_in", r.taken), slog.Int("candidates", len(r.candidates)),
-		slog.Int("in_levering", r.inLevering+len(r.marked)), slog.Duration("duration", time.Since(r.start)))
+		slog.Int("in_levering", r.inLevering+len(r.marked)), slog.Duration("duration", time.Since(r.start)),
+		slog.Duration("plan", r.planned.Sub(r.start)), slog.Duration("mark", r.markedAt.Sub(r.planned)),
+		slog.Duration("publish", r.publishedAt.Sub(r.markedAt)), slog.Duration("commit", time.Since(r.publishedAt)))
 	// Another round at once when work is waiting that this one could not publish although it
 	// had room: more to take in, or at least a window's worth in the view, whose persons'
 	// handelingen in flight may be delivered by now. Waiting for the consumers' notifications

@@ -54,7 +54,8 @@ import (
 // trigger functions (calls and time, with track_functions on, for example through BRP_FRESH_SQL)
 // and its tables' scans and writes: where a registration's or a round's time goes.
 // BRP_FRESH_ENV=BRP_LOG_LEVEL=debug adds the publisher's rounds that published (round_p50_ms,
-// round_p95_ms, rounds, published_per_round). BRP_FRESH_HELD lists numbers of persons held
+// round_p95_ms, rounds, published_per_round, and the p50 of each phase of a round:
+// round_plan_p50_ms, round_mark_p50_ms, round_publish_p50_ms, round_commit_p50_ms). BRP_FRESH_HELD lists numbers of persons held
 // behind fout before the processes start (default 0; heldBehindFout), alternated inside each
 // rate and form (issue 39). BRP_FRESH_HOG=N keeps N cores busy throughout (N shell loops, real
 // processes beside the benchmark's): freshness on a busy machine (issue 51). BRP_FRESH_LOGDIR

@@ -395,11 +395,17 @@ func cpuParts(f figures) float64 {
 // published_per_round.
 func roundFigures(f figures, prefix string, pub *brptest.Proc) {
 	var ms []float64
+	phases := map[string][]float64{}
 	published := 0.0
 	for _, l := range pub.Lines("round committed") {
 		if n, _ := l["published"].(float64); n > 0 {
 			d, _ := l["duration_seconds"].(float64) // the commands log durations in seconds
 			ms, published = append(ms, d*1e3), published+n
+			for _, ph := range []string{"plan", "mark", "publish", "commit"} {
+				if d, ok := l[ph+"_seconds"].(float64); ok { // builds from 2026-11-29 on log them
+					phases[ph] = append(phases[ph], d*1e3)
+				}
+			}
 		}
 	}
 	if len(ms) == 0 {
@@ -409,6 +415,10 @@ func roundFigures(f figures, prefix string, pub *brptest.Proc) {
 	f[prefix+"round_p50_ms"], f[prefix+"round_p95_ms"] = percentile(ms, 0.5), percentile(ms, 0.95)
 	f[prefix+"round_max_ms"] = ms[len(ms)-1]
 	f[prefix+"rounds"], f[prefix+"published_per_round"] = float64(len(ms)), published/float64(len(ms))
+	for ph, ds := range phases {
+		slices.Sort(ds)
+		f[prefix+"round_"+ph+"_p50_ms"] = percentile(ds, 0.5)
+	}
 }
 
 // percentile of sorted xs, interpolated linearly between the closest ranks.
