@@ -14,7 +14,7 @@ import (
 // sqlStore is its one implementation for both layouts: they differ only in the statements'
 // text (statementsFor), never in what the Go code does with the rows, so one type with each
 // layout's statements is what "one implementation per layout" comes to here. The tests' fake
-// (memStore, plan_short_test.go) lets the planner's tests run without PostgreSQL.
+// (memStore, planner_test.go) lets the planner's tests run without PostgreSQL.
 type roundStore interface {
 	// start sets the round's statement timeout (the lease timeout: a frozen leader's session
 	// ends) and takes its table locks.
@@ -71,7 +71,7 @@ func (st *sqlStore) changed() bool { return st.dirty }
 
 func (st *sqlStore) start(ctx context.Context, leaseTimeout time.Duration) error {
 	if _, err := st.q.ExecContext(ctx, st.s.roundTimeoutSQL, strconv.FormatInt(leaseTimeout.Milliseconds(), 10)); err != nil {
-		return err
+		return fmt.Errorf("round timeout: %w", err)
 	}
 	return st.s.lockRoundTables(ctx, st.q)
 }
