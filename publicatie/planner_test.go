@@ -199,19 +199,18 @@ func (m *memStore) heal(context.Context) ([]int64, error) { return nil, nil }
 var _ roundStore = (*memStore)(nil)
 
 // planner is a publisher's open work and its choice, on a memStore, without a database or a
-// broker.
+// broker. Its configuration is the open work's (w.cfg).
 type planner struct {
-	t   *testing.T
-	cfg Config
-	w   *openWork
-	st  *memStore
+	t  *testing.T
+	w  *openWork
+	st *memStore
 }
 
 func newPlanner(t *testing.T, cfg Config) *planner {
 	t.Helper()
 	cfg.Standalone = true
 	cfg = cfg.WithDefaults()
-	return &planner{t: t, cfg: cfg, w: newOpenWork(cfg, newMetrics(nil), slog.New(slog.NewTextHandler(io.Discard, nil))), st: &memStore{sent: map[int64]bool{},
+	return &planner{t: t, w: newOpenWork(cfg, newMetrics(nil), slog.New(slog.NewTextHandler(io.Discard, nil))), st: &memStore{sent: map[int64]bool{},
 		lead: leadRow{bound: cfg.MaxLead, maxWait: cfg.MaxWait, sampleRate: 1, sampleLeft: leadSampleLease}}}
 }
 
@@ -224,12 +223,12 @@ func (pl *planner) round() (chosen []int64, changed bool) {
 	ctx := context.Background()
 	pl.st.dirty = false
 	horizon, st, _ := pl.st.readHorizon(ctx)
-	r := &round{epoch: 0, store: pl.st, horizon: horizon, st: st, budget: pl.cfg.MaxInLevering}
+	r := &round{epoch: 0, store: pl.st, horizon: horizon, st: st, budget: pl.w.cfg.MaxInLevering}
 	v, _, _, err := pl.w.takeIn(ctx, pl.st, 0, horizon, st.lead)
 	if err != nil {
 		pl.t.Fatal(err)
 	}
-	p := &Publisher{cfg: pl.cfg}
+	p := &Publisher{cfg: pl.w.cfg}
 	if err := p.choose(ctx, r, v); err != nil {
 		pl.t.Fatal(err)
 	}
@@ -294,7 +293,6 @@ func TestPlannerRounds(t *testing.T) {
 			wantRound(t, pl, []int64{4}, false)
 		}},
 		{"a recorded handeling after the stand waits for the intake's turn", func(t *testing.T, pl *planner) {
-			pl.cfg.Limit = 1
 			pl.w.cfg.Limit = 1
 			pl.st.add(1, at(1), 10)
 			pl.st.add(2, at(2), 20)

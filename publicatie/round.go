@@ -77,8 +77,9 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 		if !r.store.changed() {
 			return 0, r.intakeFull, r.sleep, nil
 		}
-		// The intake emptied publicatie_nakomer: committed behind the fence like any round,
-		// so that a deposed leader cannot take the new one's records.
+		// The round emptied a record table or wrote the service's row (roundStore.changed):
+		// committed behind the fence like any round, so that a deposed leader cannot take the
+		// new one's records.
 		return 0, r.intakeFull, r.sleep, p.commit(ctx, r)
 	}
 	r.planned = time.Now()
