@@ -117,9 +117,11 @@ func (w *openWork) takeIn(ctx context.Context, st roundStore, epoch int64, horiz
 }
 
 func (w *openWork) takeInto(ctx context.Context, st roundStore, v *view, horizon time.Time, lead leadRow) (taken int, full bool, err error) {
-	if err := w.reportLatePersons(ctx, st); err != nil {
+	rec, err := st.readRecords(ctx)
+	if err != nil {
 		return 0, false, err
 	}
+	w.reportLatePersons(rec.latePersons)
 	refused, err := st.refuseOddTsreg(ctx, w.cfg.Excluded)
 	if err != nil {
 		return 0, false, err
@@ -130,14 +132,10 @@ func (w *openWork) takeInto(ctx context.Context, st roundStore, v *view, horizon
 		w.log.Warn("handeling with a tsreg outside the accepted range set fout", slog.Int64("admhnd_id", id),
 			slog.String("reason", handeling.FoutTsreg))
 	}
-	oldest, recordedLate, lateLeads, samples, err := st.readHerlees(ctx)
-	if err != nil {
+	if err := w.learnLead(ctx, st, lead, rec.late, rec.samples); err != nil {
 		return 0, false, err
 	}
-	if err := w.learnLead(ctx, st, lead, lateLeads, samples); err != nil {
-		return 0, false, err
-	}
-	if recordedLate && !v.stand.Before(oldest) {
+	if oldest := rec.oldest; rec.herlees && !v.stand.Before(oldest) {
 		// Registered behind the stand: the view is no longer the prefix it must be.
 		w.log.Info("handelingen registered with a tsreg the publisher's view had passed; building the view again",
 			slog.Int64("admhnd_id", oldest.ID), slog.Time("tsreg", oldest.Tsreg))
@@ -269,20 +267,15 @@ func (w *openWork) intakeBounds(v *view) (limit, budget int) {
 }
 
 // reportLatePersons reports the handelingen bijhouding added persons to after they were
-// delivered (readLatePersons): a breach of the contract (a handeling's persons committed after
-// it) that nothing can undo. The log names the ids so an operator can find them, never the
-// persons.
-func (w *openWork) reportLatePersons(ctx context.Context, st roundStore) error {
-	found, err := st.readLatePersons(ctx)
-	if err != nil {
-		return err
-	}
+// delivered (records.latePersons): a breach of the contract (a handeling's persons committed
+// after it) that nothing can undo. The log names the ids so an operator can find them, never
+// the persons.
+func (w *openWork) reportLatePersons(found []int64) {
 	for _, id := range found {
 		w.m.latePersons.Inc()
 		w.log.Warn("persons added to a handeling after it was delivered: afnemers received it without them",
 			slog.Int64("admhnd_id", id))
 	}
-	return nil
 }
 
 // sweep compares v with the database. Like with like: each checksum leaves out the handelingen

@@ -55,27 +55,25 @@ func (m *memStore) find(id int64) (memHandeling, bool) {
 	return memHandeling{}, false
 }
 
-func (m *memStore) changed() bool                                { return m.dirty }
-func (m *memStore) start(context.Context, time.Duration) error   { return nil }
-func (m *memStore) countInLevering(context.Context) (int, error) { return 0, nil }
+func (m *memStore) changed() bool                              { return m.dirty }
+func (m *memStore) start(context.Context, time.Duration) error { return nil }
 func (m *memStore) readHorizon(context.Context) (time.Time, roundState, error) {
 	return time.Now(), roundState{lead: m.lead}, nil
 }
 
-func (m *memStore) readStale(context.Context, time.Duration, int) ([]Candidate, error) {
-	return nil, nil
+func (m *memStore) readInLevering(context.Context, time.Duration, int) (int, []Candidate, error) {
+	return 0, nil, nil
 }
-func (m *memStore) readLatePersons(context.Context) ([]int64, error) { return nil, nil }
 
 func (m *memStore) refuseOddTsreg(context.Context, []string) ([]int64, error) { return nil, nil }
 
-func (m *memStore) readHerlees(context.Context) (oldest place, ok bool, late, samples []leadObs, err error) {
+func (m *memStore) readRecords(context.Context) (records, error) {
 	if len(m.herlees) == 0 {
-		return place{}, false, nil, nil, nil
+		return records{}, nil
 	}
-	oldest = slices.MinFunc(m.herlees, func(a, b place) int { return a.Compare(b) })
+	oldest := slices.MinFunc(m.herlees, func(a, b place) int { return a.Compare(b) })
 	m.herlees, m.dirty = nil, true
-	return oldest, true, nil, nil, nil
+	return records{oldest: oldest, herlees: true}, nil
 }
 
 func (m *memStore) setLead(_ context.Context, l leadWrite) error {

@@ -183,15 +183,19 @@ func (p *Publisher) heal(ctx context.Context, r *round) error {
 // healNote is the audit trail's note on a retry heal made.
 const healNote = "retried by the service: its persons came after its delivery, and nothing of theirs was delivered after it"
 
-// plan begins the round's transaction behind the fence and decides what it publishes.
+// plan begins the round's transaction and decides what it publishes.
+//
+// It does not renew the lease first: the commit's fence decides whether the round counts,
+// and elector.keep renews the lease every lease timeout/5 between rounds. A leader that lost
+// the lease while it was frozen finds out at its next keep or at its round's commit; what
+// that round published before the commit is absorbed like a round killed after its broker
+// commit (docs/robustness.md). A renewal of its own cost each round a commit, and beside a
+// busy machine every round trip of a round costs milliseconds (docs/performance.md).
 func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	r := &round{epoch: epoch, start: time.Now()}
 	// An error here is the database being away: BeginTx reports it below, and what did not
 	// get prepared runs unprepared.
 	_ = p.stmts.Prepare(ctx, p.sql.roundSQL()...)
-	if err := p.lead.fence(ctx, p.stmts, epoch); err != nil {
-		return nil, err
-	}
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, dbErr(fmt.Errorf("begin round: %w", err))
@@ -213,10 +217,7 @@ func (p *Publisher) plan(ctx context.Context, epoch int64) (*round, error) {
 	p.m.writerTx.Set(float64(st.writers.transactions))
 	p.m.writerKeys.Set(float64(len(st.writers.keys)))
 	p.m.writerAge.Set(st.writers.oldest)
-	if r.inLevering, err = r.store.countInLevering(ctx); err != nil {
-		return r, dbErr(err)
-	}
-	if r.stale, err = r.store.readStale(ctx, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering); err != nil {
+	if r.inLevering, r.stale, err = r.store.readInLevering(ctx, p.cfg.RedeliveryTimeout, p.cfg.MaxInLevering); err != nil {
 		return r, dbErr(err)
 	}
 	r.budget = p.cfg.MaxInLevering - r.inLevering

@@ -20,13 +20,13 @@ type roundStore interface {
 	// ends) and takes its table locks.
 	start(ctx context.Context, leaseTimeout time.Duration) error
 	readHorizon(ctx context.Context) (time.Time, roundState, error)
-	countInLevering(ctx context.Context) (int, error)
-	readStale(ctx context.Context, timeout time.Duration, limit int) ([]Candidate, error)
+	// readInLevering counts the handelingen in levering and reads those past timeout, at
+	// most limit of them, with the rest of their groups.
+	readInLevering(ctx context.Context, timeout time.Duration, limit int) (int, []Candidate, error)
 
 	// The intake (openWork.takeIn).
-	readLatePersons(ctx context.Context) ([]int64, error)
+	readRecords(ctx context.Context) (records, error)
 	refuseOddTsreg(ctx context.Context, excluded []string) ([]int64, error)
-	readHerlees(ctx context.Context) (oldest place, ok bool, late, samples []leadObs, err error)
 	setLead(ctx context.Context, l leadWrite) error
 	readIntake(ctx context.Context, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) ([]intakeRow, bool, error)
 	readHolds(ctx context.Context) (*holds, error)
@@ -80,33 +80,22 @@ func (st *sqlStore) readHorizon(ctx context.Context) (time.Time, roundState, err
 	return st.s.readHorizon(ctx, st.q)
 }
 
-func (st *sqlStore) countInLevering(ctx context.Context) (int, error) {
-	return st.s.countInLevering(ctx, st.q)
+func (st *sqlStore) readInLevering(ctx context.Context, timeout time.Duration, limit int) (int, []Candidate, error) {
+	return st.s.readInLevering(ctx, st.q, timeout, limit)
 }
 
-func (st *sqlStore) readStale(ctx context.Context, timeout time.Duration, limit int) ([]Candidate, error) {
-	return st.s.readStale(ctx, st.q, timeout, limit)
-}
-
-func (st *sqlStore) readLatePersons(ctx context.Context) ([]int64, error) {
-	ids, err := st.s.readLatePersons(ctx, st.q)
-	st.dirty = st.dirty || len(ids) > 0 // emptied publicatie_laat_personen
-	return ids, err
+func (st *sqlStore) readRecords(ctx context.Context) (records, error) {
+	rec, err := st.s.readRecords(ctx, st.q)
+	// Emptied a record table: a round that rolled back would leave the samples for the next
+	// one, which would count them again (three counts of one lead set a floor).
+	st.dirty = st.dirty || rec.herlees || len(rec.samples) > 0 || len(rec.latePersons) > 0
+	return rec, err
 }
 
 func (st *sqlStore) refuseOddTsreg(ctx context.Context, excluded []string) ([]int64, error) {
 	ids, err := st.s.refuseOddTsreg(ctx, st.q, excluded)
 	st.dirty = st.dirty || len(ids) > 0 // set them fout
 	return ids, err
-}
-
-func (st *sqlStore) readHerlees(ctx context.Context) (oldest place, ok bool, late, samples []leadObs, err error) {
-	oldest, ok, late, samples, err = st.s.readHerlees(ctx, st.q)
-	// Emptied publicatie_herlees or publicatie_lead_samples: a round that rolled back would
-	// leave the samples for the next one, which would count them again (three counts of one
-	// lead set a floor).
-	st.dirty = st.dirty || ok || len(samples) > 0
-	return oldest, ok, late, samples, err
 }
 
 func (st *sqlStore) setLead(ctx context.Context, l leadWrite) error {

@@ -27,8 +27,7 @@ type statements struct {
 	horizonPrivilegeSQL string
 	roundTimeoutSQL     string
 	roundLocksSQL       string
-	latePersonsSQL      string
-	herleesSQL          string
+	recordsSQL          string
 	leadSQL             string
 	sleepingSQL         string
 	heldCountsSQL       string
@@ -40,8 +39,7 @@ type statements struct {
 	holdsSQL            string
 	holdsChecksumSQL    string
 	foutChangesSQL      string
-	countInLeveringSQL  string
-	staleSQL            string
+	inLeveringSQL       string
 	touchStaleSQL       string
 	markSQL             string
 	setBackSQL          string
@@ -58,8 +56,7 @@ func loadStatements(l handeling.Layout) *statements {
 		horizonPrivilegeSQL: get("horizon_privilege.sql"),
 		roundTimeoutSQL:     get("round_timeout.sql"),
 		roundLocksSQL:       get("round_locks.sql"),
-		latePersonsSQL:      get("late_persons.sql"),
-		herleesSQL:          get("herlees.sql"),
+		recordsSQL:          get("records.sql"),
 		leadSQL:             get("lead.sql"),
 		sleepingSQL:         get("set_sleeping.sql"),
 		heldCountsSQL:       get("held_counts.sql"),
@@ -71,8 +68,7 @@ func loadStatements(l handeling.Layout) *statements {
 		holdsSQL:            get("holds.sql"),
 		holdsChecksumSQL:    get("holds_checksum.sql"),
 		foutChangesSQL:      get("fout_changes.sql"),
-		countInLeveringSQL:  get("count_in_levering.sql"),
-		staleSQL:            get("stale.sql"),
+		inLeveringSQL:       get("in_levering.sql"),
 		touchStaleSQL:       get("touch_stale.sql"),
 		markSQL:             get("mark.sql"),
 		setBackSQL:          get("set_back.sql"),
@@ -93,6 +89,6 @@ func statementsFor(l handeling.Layout) *statements { return byLayout.For(l) }
 // index of open work whatever the exclusion list (it only filters by it): planned every round,
 // it cost more than it ran.
 func (s *statements) roundSQL() []string {
-	return []string{handeling.LeaseRenewSQL, s.roundTimeoutSQL, s.horizonSQL, s.countInLeveringSQL, s.staleSQL, s.herleesSQL,
-		s.refuseOddTsregSQL, s.intakeDefaultSQL, s.foutChangesSQL, s.blockedSQL, s.touchStaleSQL, s.markSQL, s.latePersonsSQL}
+	return []string{handeling.LeaseRenewSQL, s.roundTimeoutSQL, s.horizonSQL, s.inLeveringSQL, s.recordsSQL,
+		s.refuseOddTsregSQL, s.intakeDefaultSQL, s.foutChangesSQL, s.blockedSQL, s.touchStaleSQL, s.markSQL}
 }

@@ -74,14 +74,6 @@ type horizonWait struct {
 	seconds, holder float64
 }
 
-// readLatePersons empties publicatie_laat_personen and returns its handelingen: persons
-// bijhouding added to them after they were delivered (migration 0011), which nothing can undo,
-// so the leader reports them. Records migration 0009 left in publicatie_ingehaald are reported
-// the same way: whatever became of their handeling, the consumer's order check decides it now.
-func (s *statements) readLatePersons(ctx context.Context, q querier) ([]int64, error) {
-	return queryIDs(ctx, q, "read late persons", s.latePersonsSQL)
-}
-
 // heal retries the fout handelingen whose cause is gone (heal.sql; Publisher.heal) as
 // HealedBy, and returns them.
 func (s *statements) heal(ctx context.Context, q querier) ([]int64, error) {
@@ -285,24 +277,42 @@ type checksum struct {
 	pending []int64
 }
 
-// readHerlees empties publicatie_herlees and returns the oldest handeling recorded there (ok
-// false when it was empty): registered late by a transaction that registered many (migrations
-// 0011, 0015), so the intake may have passed it. It also returns the leads of the handelingen
-// the registration trigger recorded in publicatie_nakomer (those within MaxLead) and empties
-// publicatie_lead_samples, returning the sampled leads, each with its source: the margin is
-// learned from them (learnLead) before the intake empties publicatie_nakomer.
-func (s *statements) readHerlees(ctx context.Context, q querier) (oldest place, ok bool, late, samples []leadObs, err error) {
+// records is what the round reads from the record tables before its intake (readRecords).
+type records struct {
+	// oldest is the oldest handeling recorded in publicatie_herlees (herlees false when it was
+	// empty): registered late by a transaction that registered many (migrations 0011, 0015),
+	// so the intake may have passed it.
+	oldest  place
+	herlees bool
+	// late are the leads of the handelingen the registration trigger recorded in
+	// publicatie_nakomer (those within MaxLead), samples the sampled leads of
+	// publicatie_lead_samples, each with its source: the margin is learned from them
+	// (learnLead) before the intake empties publicatie_nakomer.
+	late, samples []leadObs
+	// latePersons are the handelingen of publicatie_laat_personen: persons bijhouding added to
+	// them after they were delivered (migration 0011), which nothing can undo, so the leader
+	// reports them. Records migration 0009 left in publicatie_ingehaald are reported the same
+	// way: whatever became of their handeling, the consumer's order check decides it now.
+	latePersons []int64
+}
+
+// readRecords empties publicatie_herlees, publicatie_lead_samples, publicatie_laat_personen
+// and publicatie_ingehaald and returns what they and publicatie_nakomer's leads held
+// (records.sql).
+func (s *statements) readRecords(ctx context.Context, q querier) (records, error) {
 	var tsreg sql.NullTime
 	var id sql.NullInt64
 	var lateSecs, sampleSecs pq.Float64Array
 	var lateFrom, sampleFrom pq.StringArray
-	if err := q.QueryRowContext(ctx, s.herleesSQL).Scan(&tsreg, &id, &lateSecs, &lateFrom, &sampleSecs, &sampleFrom); err != nil {
-		return place{}, false, nil, nil, fmt.Errorf("read publicatie_herlees: %w", err)
+	var latePersons pq.Int64Array
+	if err := q.QueryRowContext(ctx, s.recordsSQL).Scan(&tsreg, &id, &lateSecs, &lateFrom, &sampleSecs, &sampleFrom, &latePersons); err != nil {
+		return records{}, fmt.Errorf("read the record tables: %w", err)
 	}
-	return place{Tsreg: tsreg.Time, ID: id.Int64}, id.Valid, leadObservations(lateSecs, lateFrom), leadObservations(sampleSecs, sampleFrom), nil
+	return records{oldest: place{Tsreg: tsreg.Time, ID: id.Int64}, herlees: id.Valid,
+		late: leadObservations(lateSecs, lateFrom), samples: leadObservations(sampleSecs, sampleFrom), latePersons: latePersons}, nil
 }
 
-// leadObservations pairs leads in seconds with their sources (herlees.sql aggregates the two in
+// leadObservations pairs leads in seconds with their sources (records.sql aggregates the two in
 // one query level, so they correspond).
 func leadObservations(secs []float64, sources []string) []leadObs {
 	var out []leadObs
@@ -332,43 +342,30 @@ func (s *statements) readChecksum(ctx context.Context, q querier, excluded []str
 	return sum, nil
 }
 
-// readStale returns up to limit handelingen that have been in levering for longer than
-// timeout (their message was lost or dead-lettered, so they are published again), and every
-// handeling in levering that shares a person with them, directly or through others: the rest
-// of their groups, so that a group is never published again in parts (components).
-func (s *statements) readStale(ctx context.Context, q querier, timeout time.Duration, limit int) ([]Candidate, error) {
-	return readHandelingen(ctx, q, s.staleSQL, timeout.Seconds(), limit)
-}
-
-// readHandelingen runs a query of (id, persoon_id) rows ordered by handeling and groups them.
-func readHandelingen(ctx context.Context, q querier, query string, args ...any) ([]Candidate, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+// readInLevering returns how many handelingen are in levering and up to limit of them that
+// have been in levering for longer than timeout (their message was lost or dead-lettered, so
+// they are published again), with every handeling in levering that shares a person with them,
+// directly or through others: the rest of their groups, so that a group is never published
+// again in parts (components).
+func (s *statements) readInLevering(ctx context.Context, q querier, timeout time.Duration, limit int) (n int, stale []Candidate, err error) {
+	rows, err := q.QueryContext(ctx, s.inLeveringSQL, timeout.Seconds(), limit)
 	if err != nil {
-		return nil, fmt.Errorf("read handelingen: %w", err)
+		return 0, nil, fmt.Errorf("read in_levering: %w", err)
 	}
 	defer rows.Close()
-	var out []Candidate
 	for rows.Next() {
-		var id int64
-		var persoon sql.NullInt64
-		if err := rows.Scan(&id, &persoon); err != nil {
-			return nil, fmt.Errorf("read handelingen: %w", err)
+		var id, persoon sql.NullInt64
+		if err := rows.Scan(&n, &id, &persoon); err != nil {
+			return 0, nil, fmt.Errorf("read in_levering: %w", err)
 		}
-		out = addRow(out, id, persoon)
+		if id.Valid {
+			stale = addRow(stale, id.Int64, persoon)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read handelingen: %w", err)
+		return 0, nil, fmt.Errorf("read in_levering: %w", err)
 	}
-	return out, nil
-}
-
-// countInLevering counts the handelingen in flight.
-func (s *statements) countInLevering(ctx context.Context, q querier) (int, error) {
-	var n int
-	if err := q.QueryRowContext(ctx, s.countInLeveringSQL).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count in_levering: %w", err)
-	}
-	return n, nil
+	return n, stale, nil
 }
 
 // addRow adds one (handeling, person) row of a query ordered by handeling.

@@ -1,6 +1,8 @@
--- stale.sql on the kern layout: up to $2 handelingen in levering (3) for longer than $1
--- seconds (tspub in admhnd_levering; none counts as long ago), and every handeling in levering
--- that shares a person with one of them, directly or through others.
+-- in_levering.sql on the kern layout: how many handelingen are in levering (3) (the first
+-- column of every row), and up to $2 of them in levering for longer than $1 seconds (tspub in
+-- admhnd_levering; none counts as long ago) with every handeling in levering that shares a
+-- person with one of them, directly or through others, one row per person; with none of
+-- those, one row with the count and no handeling.
 -- The handelingen in levering are read whole through kern's index of status 3 (a few
 -- thousand at most, MAXINLEVERING), then sorted: in (tsreg) order through ix_admhnd_tsreg
 -- the planner would walk every handeling to find none stale. Those published recently are
@@ -22,7 +24,7 @@ with recursive o as materialized (
     join kern.his_persafgeleidadministrati op on op.pers = cp.pers and op.admhnd <> c.id
     join kern.admhnd a on a.id = op.admhnd and a.statuslev = 3
 )
-select c.id, p.persoon_id
-from c join kern.admhnd a on a.id = c.id left join lateral (
-    select distinct pers as persoon_id from kern.his_persafgeleidadministrati where admhnd = c.id) p on true
+select (select count(*) from o), c.id, p.persoon_id
+from (select 1) x left join (c join kern.admhnd a on a.id = c.id left join lateral (
+    select distinct pers as persoon_id from kern.his_persafgeleidadministrati where admhnd = c.id) p on true) on true
 order by a.tsreg, a.id, p.persoon_id

@@ -1,1 +1,0 @@
-select count(*) from admhnd where statuslev = 'in_levering'

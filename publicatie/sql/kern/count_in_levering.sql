@@ -1,1 +1,0 @@
-select count(*) from kern.admhnd where statuslev = 3
