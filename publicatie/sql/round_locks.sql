@@ -1,7 +1,7 @@
 -- A round's first statement on a table (see handeling's doc on table locks): the tables the
 -- round writes, locked in row exclusive mode before it reads any of them (admhnd first, then
--- the service's tables in the order a round first touches them), and a planned read of
--- admhnd_persoon, which locks its indexes by oid as a REINDEX takes them. It runs unprepared.
+-- the service's tables), and a planned read of admhnd_persoon, which locks its indexes by oid
+-- as a REINDEX takes them. It runs unprepared.
 -- admhnd is locked by planning an update of it (EXPLAIN runs nothing: no row, no trigger): the
 -- planner takes the row exclusive lock on it and its indexes, which needs only the column
 -- rights the service's role has (schema/grants), where LOCK TABLE needs a table-wide one.
