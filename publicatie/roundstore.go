@@ -86,8 +86,9 @@ func (st *sqlStore) readInLevering(ctx context.Context, timeout time.Duration, l
 
 func (st *sqlStore) readRecords(ctx context.Context) (records, error) {
 	rec, err := st.s.readRecords(ctx, st.q)
-	// Emptied a record table: a round that rolled back would leave the samples for the next
-	// one, which would count them again (three counts of one lead set a floor).
+	// Emptied a record table: a round that rolled back would leave its records for the next
+	// one, which would count them again (three counts of one lead set a floor) or report a
+	// late person twice.
 	st.dirty = st.dirty || rec.herlees || len(rec.samples) > 0 || len(rec.latePersons) > 0
 	return rec, err
 }
