@@ -25,7 +25,7 @@ import (
 // deliveries are done, and admhnd, admhnd_persoon and the service's tables are reindexed in
 // every form, among them REINDEX TABLE admhnd_persoon after its key was rebuilt concurrently
 // (its indexes then rebuilt in the other order). Before roundLocksSQL, rounds failed here
-// (3 in a run of 10 s), waiting for admhnd (refuseOddTsreg) or an index (readStale, readBlocked)
+// (3 in a run of 10 s), waiting for admhnd (refuseOddTsreg) or an index (the stale read, readBlocked)
 // that a REINDEX held while it waited for an index the round held. Now nobody ends in a deadlock: not the
 // rounds, not the REINDEX, not bijhouding.
 //
