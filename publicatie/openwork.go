@@ -3,6 +3,7 @@ package publicatie
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/brp/levering/handeling"
@@ -147,7 +148,7 @@ func (w *openWork) takeInto(ctx context.Context, st roundStore, v *view, horizon
 	if v.rewindDue {
 		w.rewind(v)
 	}
-	read, late, full, err := w.intake(ctx, st, v, horizon)
+	read, late, full, err := w.intake(ctx, st, v, horizon, rec.nakomer)
 	if err != nil {
 		return 0, false, err
 	}
@@ -168,11 +169,12 @@ func (w *openWork) takeInto(ctx context.Context, st roundStore, v *view, horizon
 	return read + late, full, nil
 }
 
-// intake reads, with readIntake, what v has room for after its stand and what
-// publicatie_nakomer holds, into v.
-func (w *openWork) intake(ctx context.Context, st roundStore, v *view, horizon time.Time) (read, late int, full bool, err error) {
+// intake reads, with readIntake, what v has room for after its stand and the handelingen
+// recorded in publicatie_nakomer (nakomer: readRecords emptied it) or left unmarked by the
+// last round, into v.
+func (w *openWork) intake(ctx context.Context, st roundStore, v *view, horizon time.Time, nakomer []int64) (read, late int, full bool, err error) {
 	limit, budget := w.intakeBounds(v)
-	rows, cut, err := st.readIntake(ctx, w.cfg.Excluded, horizon, v.stand, limit, budget, w.recheck)
+	rows, cut, err := st.readIntake(ctx, w.cfg.Excluded, horizon, v.stand, limit, budget, slices.Concat(nakomer, w.recheck))
 	if err != nil {
 		return 0, 0, false, err
 	}

@@ -68,12 +68,15 @@ func (m *memStore) readInLevering(context.Context, time.Duration, int) (int, []C
 func (m *memStore) refuseOddTsreg(context.Context, []string) ([]int64, error) { return nil, nil }
 
 func (m *memStore) readRecords(context.Context) (records, error) {
-	if len(m.herlees) == 0 {
-		return records{}, nil
+	var rec records
+	if len(m.nakomer) > 0 {
+		rec.nakomer, m.nakomer, m.dirty = m.nakomer, nil, true
 	}
-	oldest := slices.MinFunc(m.herlees, func(a, b place) int { return a.Compare(b) })
-	m.herlees, m.dirty = nil, true
-	return records{oldest: oldest, herlees: true}, nil
+	if len(m.herlees) > 0 {
+		rec.oldest, rec.herlees = slices.MinFunc(m.herlees, func(a, b place) int { return a.Compare(b) }), true
+		m.herlees, m.dirty = nil, true
+	}
+	return rec, nil
 }
 
 func (m *memStore) setLead(_ context.Context, l leadWrite) error {
@@ -83,7 +86,7 @@ func (m *memStore) setLead(_ context.Context, l leadWrite) error {
 	return nil
 }
 
-func (m *memStore) readIntake(_ context.Context, _ []string, horizon time.Time, stand place, limit, _ int, recheck []int64) ([]intakeRow, bool, error) {
+func (m *memStore) readIntake(_ context.Context, _ []string, horizon time.Time, stand place, limit, _ int, recorded []int64) ([]intakeRow, bool, error) {
 	var out []intakeRow
 	rows := func(h memHandeling, nakomer bool) {
 		if len(h.personen) == 0 {
@@ -100,21 +103,12 @@ func (m *memStore) readIntake(_ context.Context, _ []string, horizon time.Time, 
 			newStand, read = h.place, read+1
 		}
 	}
-	// The recorded ones up to the new stand, emptied from publicatie_nakomer; the others stay
-	// for a later intake.
-	var left []int64
-	for _, id := range slices.Concat(m.nakomer, recheck) {
-		h, ok := m.find(id)
-		switch {
-		case !ok || m.sent[id]:
-		case newStand.Before(h.place):
-			left = append(left, id)
-		default:
+	// The recorded ones up to the new stand; the others are read in their turn.
+	for _, id := range recorded {
+		if h, ok := m.find(id); ok && !m.sent[id] && !newStand.Before(h.place) {
 			rows(h, true)
-			m.dirty = true
 		}
 	}
-	m.nakomer = left
 	slices.SortStableFunc(out, func(a, b intakeRow) int { return a.Compare(b.place) })
 	return out, false, nil
 }
@@ -295,8 +289,9 @@ func TestPlannerRounds(t *testing.T) {
 			pl.st.add(1, at(1), 10)
 			pl.st.add(2, at(2), 20)
 			pl.st.nakomer = []int64{2}
-			wantRound(t, pl, []int64{1}, false) // 2 stays recorded: the intake reads it next
-			wantRound(t, pl, []int64{2}, true)
+			// The round empties publicatie_nakomer; 2, after the new stand, is the intake's next.
+			wantRound(t, pl, []int64{1}, true)
+			wantRound(t, pl, []int64{2}, false)
 		}},
 		{"a handeling registered behind the stand rebuilds the view", func(t *testing.T, pl *planner) {
 			pl.st.add(2, at(2), 10)

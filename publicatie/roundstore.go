@@ -28,7 +28,7 @@ type roundStore interface {
 	readRecords(ctx context.Context) (records, error)
 	refuseOddTsreg(ctx context.Context, excluded []string) ([]int64, error)
 	setLead(ctx context.Context, l leadWrite) error
-	readIntake(ctx context.Context, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) ([]intakeRow, bool, error)
+	readIntake(ctx context.Context, excluded []string, horizon time.Time, stand place, limit, budget int, recorded []int64) ([]intakeRow, bool, error)
 	readHolds(ctx context.Context) (*holds, error)
 	readFoutChanges(ctx context.Context) ([]foutState, error)
 	readChecksum(ctx context.Context, excluded []string, stand place) (checksum, error)
@@ -89,7 +89,7 @@ func (st *sqlStore) readRecords(ctx context.Context) (records, error) {
 	// Emptied a record table: a round that rolled back would leave its records for the next
 	// one, which would count them again (three counts of one lead set a floor) or report a
 	// late person twice.
-	st.dirty = st.dirty || rec.herlees || len(rec.samples) > 0 || len(rec.latePersons) > 0
+	st.dirty = st.dirty || rec.herlees || len(rec.nakomer) > 0 || len(rec.samples) > 0 || len(rec.latePersons) > 0
 	return rec, err
 }
 
@@ -108,12 +108,8 @@ func (st *sqlStore) setLead(ctx context.Context, l leadWrite) error {
 	return nil
 }
 
-func (st *sqlStore) readIntake(ctx context.Context, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) ([]intakeRow, bool, error) {
-	rows, cut, err := st.s.readIntake(ctx, st.q, excluded, horizon, stand, limit, budget, recheck)
-	for _, r := range rows {
-		st.dirty = st.dirty || r.nakomer // emptied publicatie_nakomer
-	}
-	return rows, cut, err
+func (st *sqlStore) readIntake(ctx context.Context, excluded []string, horizon time.Time, stand place, limit, budget int, recorded []int64) ([]intakeRow, bool, error) {
+	return st.s.readIntake(ctx, st.q, excluded, horizon, stand, limit, budget, recorded)
 }
 
 func (st *sqlStore) readHolds(ctx context.Context) (*holds, error) { return st.s.readHolds(ctx, st.q) }

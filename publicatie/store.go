@@ -117,20 +117,19 @@ type intakeRow struct {
 }
 
 // readIntake takes in, from one snapshot, up to limit handelingen after the stand and before
-// horizon, oldest first, and the handelingen recorded in
-// publicatie_nakomer up to the new stand (the last of those): all to be delivered (statuslev
-// NULL, soort not excluded), each with all of its persons. It empties publicatie_nakomer; the
-// recorded ones beyond the new stand come with a later intake in their turn (a load of a
-// million handelingen with tsreg in the past is recorded whole, and must not come back to
-// the publisher at once). The limit counts handelingen, so a multi-person handeling is never
+// horizon, oldest first, and of recorded (those readRecords emptied from publicatie_nakomer and
+// those the previous round could not mark) the ones up to the new stand (the last of those):
+// all to be delivered (statuslev NULL, soort not excluded), each with all of its persons. The
+// recorded ones beyond the new stand come with a later intake in their turn (a load of
+// handelingen with tsreg in the past must not come back to the publisher at once). The limit counts handelingen, so a multi-person handeling is never
 // cut in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
 //
 // It also stops before the new handeling that would take the view's estimate (intakeCost)
 // past budget bytes, except the first, which is always read: a handeling larger than the
 // whole budget is taken in when it is next. cut says it stopped there; the rest of the rows
 // are left unread (lib/pq still drains them from the connection).
-func (s *statements) readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int, recheck []int64) (out []intakeRow, cut bool, err error) {
-	query, args := s.intakeSQL, []any{horizon, tsregArg(stand), stand.ID, limit, pq.Array(recheck), pq.Array(excluded)}
+func (s *statements) readIntake(ctx context.Context, q querier, excluded []string, horizon time.Time, stand place, limit, budget int, recorded []int64) (out []intakeRow, cut bool, err error) {
+	query, args := s.intakeSQL, []any{horizon, tsregArg(stand), stand.ID, limit, pq.Array(recorded), pq.Array(excluded)}
 	if s.layout.IsDefaultExcluded(excluded) {
 		query, args = s.intakeDefaultSQL, args[:5]
 	}
@@ -172,13 +171,14 @@ func (s *statements) readIntake(ctx context.Context, q querier, excluded []strin
 
 // readBlocked returns the persons blocked now apart from those a fout holds (holds, kept by
 // the view): of the handelingen in levering, of those recorded in publicatie_nakomer since
-// the round's intake read it, and, under the strict policy, of those recorded in
+// the round emptied it (readRecords), and, under the strict policy, of those recorded in
 // publicatie_fout_changes since the round read it (readFoutChanges).
 //
-// The records make separate statements (intake, fout changes, then this) as safe as one
-// snapshot: an operator's retry (fout back to NULL) that commits between the intake and this
-// is no longer fout here and was not yet taken in there, but its trigger's record is visible
-// here and holds its persons back until the next round takes it in; a consumer's fout that
+// The records make separate statements (records, intake, fout changes, then this) as safe as
+// one snapshot: an operator's retry (fout back to NULL) that commits after the records were
+// read is no longer fout here and may not be taken in (behind the stand, the intake takes in
+// only the recorded ones it was given), but its trigger's record is visible here and holds its
+// persons back until the next round takes it in; a consumer's fout that
 // commits after the round read the changes is no longer in levering here, but its record is.
 func (s *statements) readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{}, error) {
 	blocked := map[int64]struct{}{}
@@ -284,10 +284,12 @@ type records struct {
 	// so the intake may have passed it.
 	oldest  place
 	herlees bool
-	// late are the leads of the handelingen the registration trigger recorded in
-	// publicatie_nakomer (those within MaxLead), samples the sampled leads of
-	// publicatie_lead_samples, each with its source: the margin is learned from them
-	// (learnLead) before the intake empties publicatie_nakomer.
+	// nakomer are the handelingen recorded in publicatie_nakomer, emptied: the intake takes
+	// them in (readIntake). late are the leads recorded with them (those within MaxLead),
+	// samples the sampled leads of publicatie_lead_samples, each with its source: the margin is
+	// learned from them (learnLead). Emptied in the statement that reads the leads, so the
+	// round learns the lead of every record it takes in.
+	nakomer       []int64
 	late, samples []leadObs
 	// latePersons are the handelingen of publicatie_laat_personen: persons bijhouding added to
 	// them after they were delivered (migration 0011), which nothing can undo, so the leader
@@ -296,19 +298,18 @@ type records struct {
 	latePersons []int64
 }
 
-// readRecords empties publicatie_herlees, publicatie_lead_samples, publicatie_laat_personen
-// and publicatie_ingehaald and returns what they and publicatie_nakomer's leads held
-// (records.sql).
+// readRecords empties publicatie_herlees, publicatie_nakomer, publicatie_lead_samples,
+// publicatie_laat_personen and publicatie_ingehaald and returns what they held (records.sql).
 func (s *statements) readRecords(ctx context.Context, q querier) (records, error) {
 	var tsreg sql.NullTime
 	var id sql.NullInt64
 	var lateSecs, sampleSecs pq.Float64Array
 	var lateFrom, sampleFrom pq.StringArray
-	var latePersons pq.Int64Array
-	if err := q.QueryRowContext(ctx, s.recordsSQL).Scan(&tsreg, &id, &lateSecs, &lateFrom, &sampleSecs, &sampleFrom, &latePersons); err != nil {
+	var nakomer, latePersons pq.Int64Array
+	if err := q.QueryRowContext(ctx, s.recordsSQL).Scan(&tsreg, &id, &nakomer, &lateSecs, &lateFrom, &sampleSecs, &sampleFrom, &latePersons); err != nil {
 		return records{}, fmt.Errorf("read the record tables: %w", err)
 	}
-	return records{oldest: place{Tsreg: tsreg.Time, ID: id.Int64}, herlees: id.Valid,
+	return records{oldest: place{Tsreg: tsreg.Time, ID: id.Int64}, herlees: id.Valid, nakomer: nakomer,
 		late: leadObservations(lateSecs, lateFrom), samples: leadObservations(sampleSecs, sampleFrom), latePersons: latePersons}, nil
 }
 

@@ -2,22 +2,16 @@
 -- predicate of admhnd_te_leveren_zonder_iv_idx also in the prepared statement's generic plan
 -- (with a parameter it sorted every candidate instead).
 -- Takes in, from one snapshot, up to $4 handelingen after the stand ($2, $3) and before the
--- horizon ($1), oldest first, and the handelingen recorded in publicatie_nakomer or left
--- unmarked by the previous round ($5) up to the new stand: all still to be delivered, each with
--- all of its persons, ordered by (tsreg, id), nakomer marking the recorded ones.
+-- horizon ($1), oldest first, and the handelingen recorded in publicatie_nakomer (records.sql
+-- emptied it) or left unmarked by the previous round ($5) up to the new stand: all still to be
+-- delivered, each with all of its persons, ordered by (tsreg, id), nakomer marking the
+-- recorded ones.
 --
--- The records of publicatie_nakomer are deleted skipping rows another transaction holds (a
--- trigger recording a handeling already recorded updates its row until it commits): such a
--- record stays for a later round, and the round never waits for bijhouding or a consumer.
 -- The persons and the recorded handelingen are read per handeling through lateral subqueries
 -- the planner cannot flatten (offset 0): one index probe per handeling, whatever the
 -- statistics say.
-with n as (
-    delete from publicatie_nakomer
-    where admhnd_id in (select admhnd_id from publicatie_nakomer for update skip locked)
-    returning admhnd_id
-), m as (
-    select admhnd_id from n union select unnest($5::bigint[])
+with m as (
+    select distinct unnest($5::bigint[]) as admhnd_id
 ), c as (
     select id, tsreg from admhnd
     where publicatie_to_deliver(statuslev, soort, '{GBA_INITIELE_VULLING}'::text[]) and tsreg < $1 and (tsreg, id) > ($2::timestamptz, $3::bigint)

@@ -1,16 +1,12 @@
 -- intake.sql on the kern layout: takes in, from one snapshot, up to $4 handelingen after the
 -- stand ($2, $3) and before the horizon ($1), oldest first, and the handelingen recorded in
--- publicatie_nakomer or left unmarked by the previous round ($5) up to the new stand: all
--- still to be delivered ($6: the excluded soorten by naam), each with all of its persons (every
--- his row of it, ended ones included), ordered by (tsreg, id), nakomer marking the recorded
--- ones. The open work is read from brp_levering_te_leveren_idx (tsreg, id); see intake.sql of
--- the contract layout for the rest.
-with n as (
-    delete from publicatie_nakomer
-    where admhnd_id in (select admhnd_id from publicatie_nakomer for update skip locked)
-    returning admhnd_id
-), m as (
-    select admhnd_id from n union select unnest($5::bigint[])
+-- publicatie_nakomer (records.sql emptied it) or left unmarked by the previous round ($5) up
+-- to the new stand: all still to be delivered ($6: the excluded soorten by naam), each with all
+-- of its persons (every his row of it, ended ones included), ordered by (tsreg, id), nakomer
+-- marking the recorded ones. The open work is read from brp_levering_te_leveren_idx (tsreg, id);
+-- see intake.sql of the contract layout for the rest.
+with m as (
+    select distinct unnest($5::bigint[]) as admhnd_id
 ), c as (
     select id, tsreg from kern.admhnd
     where publicatie_to_deliver(statuslev, srt, (select publicatie_srt_ids($6::text[])))
