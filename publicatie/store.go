@@ -121,8 +121,9 @@ type intakeRow struct {
 // those the previous round could not mark) the ones up to the new stand (the last of those):
 // all to be delivered (statuslev NULL, soort not excluded), each with all of its persons. The
 // recorded ones beyond the new stand come with a later intake in their turn (a load of
-// handelingen with tsreg in the past must not come back to the publisher at once). The limit counts handelingen, so a multi-person handeling is never
-// cut in half. In the result, ordered by (tsreg, id), nakomer marks the recorded ones.
+// handelingen with tsreg in the past must not come back to the publisher at once). The limit
+// counts handelingen, so a multi-person handeling is never cut in half. In the result, ordered
+// by (tsreg, id), nakomer marks the recorded ones.
 //
 // It also stops before the new handeling that would take the view's estimate (intakeCost)
 // past budget bytes, except the first, which is always read: a handeling larger than the
@@ -178,8 +179,8 @@ func (s *statements) readIntake(ctx context.Context, q querier, excluded []strin
 // one snapshot: an operator's retry (fout back to NULL) that commits after the records were
 // read is no longer fout here and may not be taken in (behind the stand, the intake takes in
 // only the recorded ones it was given), but its trigger's record is visible here and holds its
-// persons back until the next round takes it in; a consumer's fout that
-// commits after the round read the changes is no longer in levering here, but its record is.
+// persons back until the next round takes it in; a consumer's fout that commits after the
+// round read the changes is no longer in levering here, but its record is.
 func (s *statements) readBlocked(ctx context.Context, q querier, strict bool) (map[int64]struct{}, error) {
 	blocked := map[int64]struct{}{}
 	rows, err := q.QueryContext(ctx, s.blockedSQL, strict)
