@@ -78,7 +78,7 @@ type Config struct {
 	// only a registration whose lead exceeds what the leader has seen (a lead beyond MaxLead,
 	// the first registrations of a clock that fell behind) is late, and on a busy host every
 	// handeling waits for the worst wait. An application server whose clock is behind is
-	// covered at either setting (its floor, lead.go). From 0.5 to 1.
+	// covered at either setting (its floor, leadsource.go). From 0.5 to 1.
 	LeadCover float64
 	// MaxWait bounds how long the horizon waits for an open transaction that registers
 	// handelingen (it holds admhnd in row exclusive mode): a longer one no longer holds

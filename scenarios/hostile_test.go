@@ -138,7 +138,7 @@ type hostile struct {
 	queue  string // the publication queue
 	// clocks are the application servers' clock offsets: one on time, one 0.2 s and one 0.5 s
 	// behind the database's; servers their connection pools, one each, as application servers
-	// have (the service tells them apart by application_name: publicatie/lead.go, sources).
+	// have (the service tells them apart by application_name: publicatie/leadsource.go).
 	// The other registrations use the database's clock, through db.
 	clocks  []time.Duration
 	servers []*sqlx.DB
