@@ -281,9 +281,8 @@ func TestLeadMarginRemembersAServerBehind(t *testing.T) {
 	e := newRoundEnv(t, Config{})
 	behind := brptest.ApplicationServer(t, e.url, "server-behind")
 	e.round() // the leader asks for samples
-	register := func(db *sqlx.DB, id int64, lead string) { registerWithLead(t, db, id, lead) }
 	for id := int64(1); id <= 5; id++ {
-		register(behind, id, "500 ms")
+		registerWithLead(t, behind, id, "500 ms")
 	}
 	var sources []string
 	if err := e.db.Select(&sources, `select distinct bron from publicatie_nakomer where voorsprong is not null`); err != nil {
@@ -298,15 +297,15 @@ func TestLeadMarginRemembersAServerBehind(t *testing.T) {
 	// more leads that would have lowered the margin to 6 ms.
 	time.Sleep(leadWindow + 100*time.Millisecond)
 	for id := int64(10); id < 40; id++ {
-		register(e.db, id, "1 ms")
+		registerWithLead(t, e.db, id, "1 ms")
 	}
 	e.round()
 	wantLeadMargin(t, e, 525*time.Millisecond)
 	// A lead above half the margin is recorded whatever the sample rate, with its source.
 	// (After the raise's hold: sinds.)
 	e.db.MustExec(`update publicatie_toestand set lead_sample_rate = 0, sinds = now() - interval '1 s'`)
-	register(behind, 50, "400 ms")
-	register(e.db, 51, "1 ms")
+	registerWithLead(t, behind, 50, "400 ms")
+	registerWithLead(t, e.db, 51, "1 ms")
 	var samples []string
 	if err := e.db.Select(&samples, `select source from publicatie_lead_samples`); err != nil {
 		t.Fatal(err)
