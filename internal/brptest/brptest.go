@@ -81,10 +81,11 @@ func Name(t testing.TB) string {
 	return strings.Trim(n, "_") + "_" + hex.EncodeToString(b)
 }
 
-// DB creates a fresh database for t, applies the schema and drops it when t ends. It returns
-// the handle and the database's URL (for processes started by the test). The contract's
-// tables have the form BRP_TEST_STATUSLEV names (text, the default, or enum): scripts/test.sh
-// runs the core packages once more with enum.
+// DB creates a fresh database for t, with the schema applied (a copy of the process's
+// migrated template: template.go), and drops it when t ends. It returns the handle and the
+// database's URL (for processes started by the test). The contract's tables have the form
+// BRP_TEST_STATUSLEV names (text, the default, or enum): scripts/test.sh runs the core
+// packages once more with enum.
 func DB(t testing.TB) (*sqlx.DB, string) {
 	t.Helper()
 	return DBOn(t, DatabaseURL())
@@ -162,7 +163,11 @@ func dbOn(t testing.TB, serverURL string, f Form) (*sqlx.DB, string) {
 	t.Helper()
 	NeedsServices(t)
 	name := "t_" + Name(t)
-	db, dbURL, err := rig.CreateDBIn(context.Background(), serverURL, name, f.DDL, f.Layout)
+	tpl, err := template(serverURL, f)
+	if err != nil {
+		t.Fatalf("brptest: %v", err)
+	}
+	db, dbURL, err := rig.CloneDB(context.Background(), serverURL, name, tpl, f.Layout)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
 	}

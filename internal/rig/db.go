@@ -49,20 +49,63 @@ func CreateDBIn(ctx context.Context, serverURL, name, ddl string, l handeling.La
 	if err != nil {
 		return nil, "", fmt.Errorf("rig: compatibility views in %s: %w", name, err)
 	}
-	// The test's sessions find the service's tables (brp_levering) and the views in the
-	// contract's form (public). The service's own sessions put brp_levering alone in their
-	// search_path (dbsession), after this one.
-	u, err := url.Parse(dbURL)
+	return openIn(dbURL, l)
+}
+
+// CloneDB makes the database name afresh as a copy of template, a database CreateDBIn made for
+// layout l that no session is connected to (CREATE DATABASE ... TEMPLATE refuses one that has),
+// and returns a handle and the database's URL as CreateDBIn does. Copying a migrated database
+// takes about half the time of migrating a new one.
+func CloneDB(ctx context.Context, serverURL, name, template string, l handeling.Layout) (*sqlx.DB, string, error) {
+	if !dbName.MatchString(name) || !dbName.MatchString(template) {
+		return nil, "", fmt.Errorf("rig: database names %q, %q: expected lower-case SQL identifiers", name, template)
+	}
+	if err := onServer(ctx, serverURL, `drop database if exists `+name+` with (force)`,
+		`create database `+name+` template `+template); err != nil {
+		return nil, "", err
+	}
+	u, err := url.Parse(serverURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("rig: database URL: %w", err)
 	}
-	q := u.Query()
-	q.Set("search_path", handeling.ServiceSchema+",public")
-	u.RawQuery = q.Encode()
-	if db, err = sqlx.Open("postgres", u.String()); err != nil {
+	u.Path = "/" + name
+	return openIn(u.String(), l)
+}
+
+// openIn opens dbURL for a test of layout l. On the kern layout the test's sessions find the
+// service's tables (brp_levering) and the views in the contract's form (public); the service's
+// own sessions put brp_levering alone in their search_path (dbsession), after this one.
+func openIn(dbURL string, l handeling.Layout) (*sqlx.DB, string, error) {
+	if l.Or() == handeling.Kern {
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("rig: database URL: %w", err)
+		}
+		q := u.Query()
+		q.Set("search_path", handeling.ServiceSchema+",public")
+		u.RawQuery = q.Encode()
+		dbURL = u.String()
+	}
+	db, err := sqlx.Open("postgres", dbURL)
+	if err != nil {
 		return nil, "", fmt.Errorf("rig: %w", err)
 	}
-	return db, u.String(), nil
+	return db, dbURL, nil
+}
+
+// DatabasesLike lists the databases on the server of serverURL whose names match the LIKE
+// pattern.
+func DatabasesLike(ctx context.Context, serverURL, pattern string) ([]string, error) {
+	admin, err := sqlx.Open("postgres", serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("rig: %w", err)
+	}
+	defer admin.Close()
+	var names []string
+	if err := admin.SelectContext(ctx, &names, `select datname from pg_database where datname like $1 order by datname`, pattern); err != nil {
+		return nil, fmt.Errorf("rig: databases like %q: %w", pattern, err)
+	}
+	return names, nil
 }
 
 // CreateBareDB is CreateDBWith without the service's schema: the database holds what ddl
