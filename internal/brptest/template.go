@@ -15,12 +15,12 @@ import (
 )
 
 // A test process migrates one database per server and form, its template, and each test's
-// database is a copy of it (rig.CloneDB): migrating took about twice as long as copying, for
-// each of the hundreds of databases a package's tests make. The templates of a process are
-// named as processTempDir names its directories, tplbrp_<host>_<pid>_<form>, for the same
-// reason: a test binary has no hook at its exit, so the first template a process makes first
-// drops those of this host's processes that have ended. <host> keeps a server shared by
-// several machines from losing the templates of another machine's running tests.
+// database is a copy of it (rig.CloneDB): copying is cheaper than migrating, and a package's
+// tests make hundreds of databases (docs/performance.md, "The full lane"). The templates of a
+// process are named as processTempDir names its directories, tplbrp_<host>_<pid>_<form>, for
+// the same reason: a test binary has no hook at its exit, so the first template a process
+// makes first drops those of this host's processes that have ended. <host> keeps a server
+// shared by several machines from losing the templates of another machine's running tests.
 var templates struct {
 	sync.Mutex
 	made   map[templateKey]string

@@ -54,8 +54,8 @@ func CreateDBIn(ctx context.Context, serverURL, name, ddl string, l handeling.La
 
 // CloneDB makes the database name afresh as a copy of template, a database CreateDBIn made for
 // layout l that no session is connected to (CREATE DATABASE ... TEMPLATE refuses one that has),
-// and returns a handle and the database's URL as CreateDBIn does. Copying a migrated database
-// takes about half the time of migrating a new one.
+// and returns a handle and the database's URL as CreateDBIn does. PostgreSQL waits a few
+// seconds for the sessions of a handle just closed on template to end.
 func CloneDB(ctx context.Context, serverURL, name, template string, l handeling.Layout) (*sqlx.DB, string, error) {
 	if !dbName.MatchString(name) || !dbName.MatchString(template) {
 		return nil, "", fmt.Errorf("rig: database names %q, %q: expected lower-case SQL identifiers", name, template)
