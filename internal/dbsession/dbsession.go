@@ -232,14 +232,15 @@ func (h Holder) String() string {
 // Holders returns up to five other sessions whose open transactions hold row locks on table
 // (they wrote or locked rows of it), oldest transaction first: after a lock wait timed out,
 // the ones to name. PostgreSQL keeps row locks in the rows, not in pg_locks, so a session is
-// named by the table lock that every row lock comes with.
+// named by the table lock that every row lock comes with. Only this database's sessions: a
+// copy of it on the same server (CREATE DATABASE ... TEMPLATE) has the same relation oids.
 func Holders(ctx context.Context, db *sqlx.DB, table string) ([]Holder, error) {
 	rows, err := db.QueryContext(ctx, `
 		select a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
 		       extract(epoch from now() - a.xact_start)::float8,
 		       extract(epoch from now() - a.state_change)::float8
 		from pg_stat_activity a
-		where a.pid <> pg_backend_pid() and a.xact_start is not null and exists (
+		where a.datname = current_database() and a.pid <> pg_backend_pid() and a.xact_start is not null and exists (
 			select from pg_locks l where l.pid = a.pid and l.granted and l.relation = to_regclass($1)
 			  and l.mode in ('RowShareLock', 'RowExclusiveLock'))
 		order by a.xact_start

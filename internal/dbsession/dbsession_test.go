@@ -85,6 +85,38 @@ func TestLockWaitEndsAndNamesTheHolder(t *testing.T) {
 	t.Logf("holder: %s", hs[0])
 }
 
+// A session of another database that holds rows of its admhnd is not named, even where that
+// database is a copy of this one and its admhnd has the same oid (brptest's databases are).
+func TestHoldersAreThisDatabasesOnly(t *testing.T) {
+	t.Parallel()
+	_, url := brptest.DB(t)
+	_, otherURL := brptest.DB(t)
+	here := open(t, url, dbsession.Settings{Command: "mutatielevering"})
+	other := open(t, otherURL, dbsession.Settings{Command: "publicatie"})
+	var oid, otherOID int64
+	if err := here.Get(&oid, `select 'admhnd'::regclass::oid::int8`); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Get(&otherOID, `select 'admhnd'::regclass::oid::int8`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	if _, err := tx.Exec(`insert into admhnd (id, soort, tsreg) values (1, 'x', now())`); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := dbsession.Holders(context.Background(), here, "admhnd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 0 {
+		t.Errorf("holders %v of another database's admhnd (oid %d here, %d there)", hs, oid, otherOID)
+	}
+}
+
 func TestIdleTransactionIsEndedAndItsLocksReleased(t *testing.T) {
 	t.Parallel()
 	_, url := brptest.DB(t)
