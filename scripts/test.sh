@@ -46,8 +46,8 @@ eval "$(scripts/services.sh env)"
 go vet ./...
 go vet -tags faults ./...
 # Four tests of a package at once rather than one a core: the scenario tests spend much of
-# their time waiting out a fault (a pause, a timeout, a restart), and take about 400 s so
-# instead of 700 on a 2-core machine.
+# their time waiting out a fault (a pause, a timeout, a restart), and the machine would sit
+# idle meanwhile (docs/performance.md, "The full lane").
 go test -count=1 -timeout 60m -parallel 4 -skip '^TestChaos$' "$@" ./...
 # The core packages once more on a statuslev that bijhouding made an enum (CONTRACT.md section 1;
 # brptest.DB reads BRP_TEST_STATUSLEV); the end-to-end scenario runs on both forms by itself.

@@ -49,7 +49,10 @@ func TestDatabasesAreCopiesOfTheProcessTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, _ := template(DatabaseURL(), StatusText)
+	own, err := template(DatabaseURL(), StatusText)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for n, want := range map[string]bool{gone: false, parent: true, own: true} {
 		if slices.Contains(names, n) != want {
 			t.Errorf("%s exists: %v, want %v (templates: %v)", n, !want, want, names)

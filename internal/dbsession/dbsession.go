@@ -240,7 +240,8 @@ func Holders(ctx context.Context, db *sqlx.DB, table string) ([]Holder, error) {
 		       extract(epoch from now() - a.xact_start)::float8,
 		       extract(epoch from now() - a.state_change)::float8
 		from pg_stat_activity a
-		where a.datname = current_database() and a.pid <> pg_backend_pid() and a.xact_start is not null and exists (
+		where a.datname = current_database() and a.pid <> pg_backend_pid() and a.xact_start is not null
+		  and exists (
 			select from pg_locks l where l.pid = a.pid and l.granted and l.relation = to_regclass($1)
 			  and l.mode in ('RowShareLock', 'RowExclusiveLock'))
 		order by a.xact_start
