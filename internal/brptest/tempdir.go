@@ -26,13 +26,18 @@ func processTempDir(prefix string) (string, error) {
 func pruneTempDirs(prefix string) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*-*"))
 	for _, d := range dirs {
-		rest := strings.TrimPrefix(filepath.Base(d), prefix)
-		pid, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, '-'))])
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if ended(strings.TrimPrefix(filepath.Base(d), prefix), '-') {
 			_ = os.RemoveAll(d)
 		}
 	}
+}
+
+// ended reports whether name, which begins with a pid ended by sep, names a process of this
+// host that is no longer running (not this one, nor a name without a pid).
+func ended(name string, sep byte) bool {
+	pid, err := strconv.Atoi(name[:max(0, strings.IndexByte(name, sep))])
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

@@ -2,14 +2,12 @@ package brptest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/brp/levering/internal/rig"
 )
@@ -18,13 +16,12 @@ import (
 // database is a copy of it (rig.CloneDB): copying is cheaper than migrating, and a package's
 // tests make hundreds of databases (docs/performance.md, "The full lane"). The templates of a
 // process are named as processTempDir names its directories, tplbrp_<host>_<pid>_<form>, for
-// the same reason: a test binary has no hook at its exit, so the first template a process
-// makes first drops those of this host's processes that have ended. <host> keeps a server
+// the same reason: a test binary has no hook at its exit, so every template a process makes
+// first drops those of this host's processes that have ended. <host> keeps a server
 // shared by several machines from losing the templates of another machine's running tests.
 var templates struct {
 	sync.Mutex
-	made   map[templateKey]string
-	pruned map[string]bool // servers
+	made map[templateKey]string
 }
 
 type templateKey struct{ server, form string }
@@ -39,17 +36,10 @@ func template(serverURL string, f Form) (string, error) {
 		return name, nil
 	}
 	ctx := context.Background()
-	prefix := "tplbrp_" + hostTag() + "_"
-	if !templates.pruned[serverURL] {
-		pruneTemplates(ctx, serverURL, prefix)
-		if templates.pruned == nil {
-			templates.pruned = map[string]bool{}
-		}
-		templates.pruned[serverURL] = true
-	}
+	pruneTemplates(ctx, serverURL)
 	// A template of this name is an ended process's whose pid this one has now: CreateDBIn
 	// drops it first.
-	name := prefix + strconv.Itoa(os.Getpid()) + "_" + f.Name
+	name := templatePrefix() + strconv.Itoa(os.Getpid()) + "_" + f.Name
 	db, _, err := rig.CreateDBIn(ctx, serverURL, name, f.DDL, f.Layout)
 	if err != nil {
 		return "", fmt.Errorf("template %s: %w", name, err)
@@ -64,24 +54,23 @@ func template(serverURL string, f Form) (string, error) {
 	return name, nil
 }
 
-// pruneTemplates drops the templates named prefix<pid>_... of processes of this host that
+// pruneTemplates drops the templates on the server of serverURL of this host's processes that
 // are no longer running. It is best effort: a template it leaves costs a few MB.
-func pruneTemplates(ctx context.Context, serverURL, prefix string) {
+func pruneTemplates(ctx context.Context, serverURL string) {
+	prefix := templatePrefix()
 	names, err := rig.DatabasesLike(ctx, serverURL, strings.ReplaceAll(prefix, "_", `\_`)+"%")
 	if err != nil {
 		return
 	}
 	for _, n := range names {
-		rest := strings.TrimPrefix(n, prefix)
-		pid, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, '_'))])
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if ended(strings.TrimPrefix(n, prefix), '_') {
 			_ = rig.DropDB(ctx, serverURL, n)
 		}
 	}
 }
+
+// templatePrefix begins the names of this host's templates: tplbrp_<host>_.
+func templatePrefix() string { return "tplbrp_" + hostTag() + "_" }
 
 // hostTag is a short lower-case tag of this machine's host name.
 func hostTag() string {

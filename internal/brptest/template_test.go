@@ -21,7 +21,7 @@ func TestDatabasesAreCopiesOfTheProcessTemplate(t *testing.T) {
 	if err := ended.Run(); err != nil {
 		t.Skipf("cannot run true to get an ended process's pid: %v", err)
 	}
-	prefix := "tplbrp_" + hostTag() + "_"
+	prefix := templatePrefix()
 	gone, parent := prefix+strconv.Itoa(ended.Process.Pid)+"_text", prefix+strconv.Itoa(os.Getppid())+"_text"
 	for _, n := range []string{gone, parent} {
 		db, _, err := rig.CreateBareDB(ctx, DatabaseURL(), n, "")
@@ -44,7 +44,7 @@ func TestDatabasesAreCopiesOfTheProcessTemplate(t *testing.T) {
 	if err := second.Get(&n, `select count(*) from publicatie_toestand`); err != nil {
 		t.Fatalf("the copy is not migrated: %v", err)
 	}
-	pruneTemplates(ctx, DatabaseURL(), prefix)
+	pruneTemplates(ctx, DatabaseURL())
 	names, err := rig.DatabasesLike(ctx, DatabaseURL(), prefix+"%")
 	if err != nil {
 		t.Fatal(err)

@@ -57,19 +57,14 @@ func CreateDBIn(ctx context.Context, serverURL, name, ddl string, l handeling.La
 // and returns a handle and the database's URL as CreateDBIn does. PostgreSQL waits a few
 // seconds for the sessions of a handle just closed on template to end.
 func CloneDB(ctx context.Context, serverURL, name, template string, l handeling.Layout) (*sqlx.DB, string, error) {
-	if !dbName.MatchString(name) || !dbName.MatchString(template) {
-		return nil, "", fmt.Errorf("rig: database names %q, %q: expected lower-case SQL identifiers", name, template)
+	if !dbName.MatchString(template) {
+		return nil, "", fmt.Errorf("rig: template name %q: expected a lower-case SQL identifier", template)
 	}
-	if err := onServer(ctx, serverURL, `drop database if exists `+name+` with (force)`,
-		`create database `+name+` template `+template); err != nil {
+	dbURL, err := freshDB(ctx, serverURL, name, ` template `+template)
+	if err != nil {
 		return nil, "", err
 	}
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		return nil, "", fmt.Errorf("rig: database URL: %w", err)
-	}
-	u.Path = "/" + name
-	return openIn(u.String(), l)
+	return openIn(dbURL, l)
 }
 
 // openIn opens dbURL for a test of layout l. On the kern layout the test's sessions find the
@@ -96,9 +91,9 @@ func openIn(dbURL string, l handeling.Layout) (*sqlx.DB, string, error) {
 // DatabasesLike lists the databases on the server of serverURL whose names match the LIKE
 // pattern.
 func DatabasesLike(ctx context.Context, serverURL, pattern string) ([]string, error) {
-	admin, err := sqlx.Open("postgres", serverURL)
+	admin, err := openServer(ctx, serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("rig: %w", err)
+		return nil, err
 	}
 	defer admin.Close()
 	var names []string
@@ -112,18 +107,10 @@ func DatabasesLike(ctx context.Context, serverURL, pattern string) ([]string, er
 // creates and nothing else, for a `publicatie migrate` of another build (a benchmark comparing
 // releases) or a measurement of bijhouding without the service.
 func CreateBareDB(ctx context.Context, serverURL, name, ddl string) (*sqlx.DB, string, error) {
-	if !dbName.MatchString(name) {
-		return nil, "", fmt.Errorf("rig: database name %q: expected a lower-case SQL identifier", name)
-	}
-	if err := onServer(ctx, serverURL, `drop database if exists `+name+` with (force)`, `create database `+name); err != nil {
+	dbURL, err := freshDB(ctx, serverURL, name, "")
+	if err != nil {
 		return nil, "", err
 	}
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		return nil, "", fmt.Errorf("rig: database URL: %w", err)
-	}
-	u.Path = "/" + name
-	dbURL := u.String()
 	db, err := sqlx.Open("postgres", dbURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("rig: %w", err)
@@ -137,6 +124,23 @@ func CreateBareDB(ctx context.Context, serverURL, name, ddl string) (*sqlx.DB, s
 	return db, dbURL, nil
 }
 
+// freshDB makes the database name afresh on the server of serverURL (dropping one of that
+// name first), created with the clause with (empty, or " template x"), and returns its URL.
+func freshDB(ctx context.Context, serverURL, name, with string) (string, error) {
+	if !dbName.MatchString(name) {
+		return "", fmt.Errorf("rig: database name %q: expected a lower-case SQL identifier", name)
+	}
+	if err := onServer(ctx, serverURL, `drop database if exists `+name+` with (force)`, `create database `+name+with); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("rig: database URL: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
 // DropDB drops the database name on the server of serverURL, ending its sessions.
 func DropDB(ctx context.Context, serverURL, name string) error {
 	if !dbName.MatchString(name) {
@@ -147,20 +151,30 @@ func DropDB(ctx context.Context, serverURL, name string) error {
 
 // onServer runs statements on the server of serverURL, one by one.
 func onServer(ctx context.Context, serverURL string, stmts ...string) error {
-	admin, err := sqlx.Open("postgres", serverURL)
+	admin, err := openServer(ctx, serverURL)
 	if err != nil {
-		return fmt.Errorf("rig: %w", err)
+		return err
 	}
 	defer admin.Close()
-	if err := admin.PingContext(ctx); err != nil {
-		return fmt.Errorf("rig: PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %w", Redact(serverURL), err)
-	}
 	for _, s := range stmts {
 		if _, err := admin.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("rig: %s: %w", s, err)
 		}
 	}
 	return nil
+}
+
+// openServer opens serverURL and checks that the server answers.
+func openServer(ctx context.Context, serverURL string) (*sqlx.DB, error) {
+	admin, err := sqlx.Open("postgres", serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("rig: %w", err)
+	}
+	if err := admin.PingContext(ctx); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("rig: PostgreSQL at %s is not reachable (start it with scripts/services.sh up): %w", Redact(serverURL), err)
+	}
+	return admin, nil
 }
 
 // Redact is a database URL without its password, for messages.
