@@ -30,8 +30,8 @@ func distTestPlan(kind string) distPlan {
 // registration ends geleverd, fout, or still te leveren because a fout holds it back), the
 // verzending queue keeps every person's order, and the database holds nothing else. For the
 // long writer (a session of another application that holds a transaction id for 8 s), the
-// handelingen registered while it is open are on the verzending queue before it commits:
-// publication does not stop for it. How long anything takes is the benchmark's to measure.
+// handelingen registered while it is open are geleverd before it commits (their consumer's
+// transaction, tslev, began before): publication does not stop for it. How long anything takes is the benchmark's to measure.
 func TestDisturbances(t *testing.T) {
 	t.Parallel()
 	pub, con := brptest.Build(t, "cmd/publicatie"), brptest.Build(t, "cmd/mutatielevering")
@@ -62,7 +62,7 @@ func TestDisturbances(t *testing.T) {
 			}
 			if n := len(o.notDeliveredWhileOpen); n > 0 {
 				t.Errorf("%d of %.0f handelingen registered while a writer of another application was open (%v, up to %v before its commit) "+
-					"were not on the verzending queue before it committed: publication stopped for it (the first: %v)",
+					"were not geleverd before it committed (by tslev): publication stopped for it (the first: %v)",
 					n, f["registered_while_open"], o.writerCommit.Sub(o.writerOpen).Round(time.Millisecond), plan.grace,
 					o.notDeliveredWhileOpen[:min(5, n)])
 			}
