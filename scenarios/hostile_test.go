@@ -436,22 +436,10 @@ func (h *hostile) latePersons(ctx context.Context, r *rand.Rand, none bool) erro
 		ps, k = nil, noneYet
 	}
 	var ts time.Time
-	register := func() error {
-		tx, err := h.db.BeginTxx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback() //nolint:errcheck
-		if ts, err = h.insert(ctx, tx, id, "VERHUIZING", secondsBefore, 0, ps); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}
-	err := register()
-	for attempt := 0; attempt < 5 && bijhoudingDeadlock(err); attempt++ {
-		err = register() // nothing of it was recorded: as an application does, register it again
-	}
-	if err != nil {
+	if err := h.bijhouding(ctx, func(tx *sqlx.Tx) (err error) {
+		ts, err = h.insert(ctx, tx, id, "VERHUIZING", secondsBefore, 0, ps)
+		return err
+	}); err != nil {
 		return err
 	}
 	reg := &registered{Handeling: load.Handeling{ID: id, Soort: "VERHUIZING", Tsreg: ts, Personen: ps}, kind: k}
@@ -465,28 +453,15 @@ func (h *hostile) latePersons(ctx context.Context, r *rand.Rand, none bool) erro
 		return nil
 	}
 	var status sql.NullString
-	add := func() error {
-		tx, err := h.db.BeginTxx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback() //nolint:errcheck
+	if err := h.bijhouding(ctx, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, `insert into admhnd_persoon (admhnd_id, persoon_id) select $1, unnest($2::bigint[])`,
 			id, pq.Array(added)); err != nil {
 			return err
 		}
 		// Read after the insert, which waited for a consumer delivering it: geleverd now means
 		// delivered without these persons.
-		if err := tx.GetContext(ctx, &status, `select statuslev::text from admhnd where id = $1`, id); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}
-	err = add()
-	for attempt := 0; attempt < 5 && bijhoudingDeadlock(err); attempt++ {
-		err = add() // as an application does when PostgreSQL chose its transaction
-	}
-	if err != nil {
+		return tx.GetContext(ctx, &status, `select statuslev::text from admhnd where id = $1`, id)
+	}); err != nil {
 		return err
 	}
 	h.mu.Lock()
@@ -496,6 +471,28 @@ func (h *hostile) latePersons(ctx context.Context, r *rand.Rand, none bool) erro
 	}
 	h.mu.Unlock()
 	return nil
+}
+
+// bijhouding runs f in a transaction of its own and commits it. Where PostgreSQL ended it in
+// a deadlock among bijhouding's transactions (bijhoudingDeadlock), nothing of it was
+// recorded, and it runs again, as an application does, up to five times more.
+func (h *hostile) bijhouding(ctx context.Context, f func(tx *sqlx.Tx) error) error {
+	once := func() error {
+		tx, err := h.db.BeginTxx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() //nolint:errcheck
+		if err := f(tx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	err := once()
+	for attempt := 0; attempt < 5 && bijhoudingDeadlock(err); attempt++ {
+		err = once()
+	}
+	return err
 }
 
 // lateWriter begins a transaction, does nothing for longer than the horizon's grace, then
