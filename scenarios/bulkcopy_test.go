@@ -150,12 +150,7 @@ func copyBesideLoad(t testing.TB, db *sqlx.DB, verzending *brptest.Reader, n int
 	// broker before its geleverd committed, and the reader gets them as the broker dispatches.
 	// Beside two busy loops that took more than 30 s for 600 of them, so the wait ends 30 s
 	// after the last message that came, not 30 s after it began.
-	for n, changed := verzending.Count(), time.Now(); n < last["geleverd"] && time.Since(changed) < 30*time.Second; {
-		time.Sleep(100 * time.Millisecond)
-		if c := verzending.Count(); c != n {
-			n, changed = c, time.Now()
-		}
-	}
+	verzending.AwaitFlow(30*time.Second, func(got []brptest.Received) bool { return len(got) >= last["geleverd"] })
 	out.order = load.CheckOrder(verzending.IDs(), out.hs)
 	if err := db.Select(&out.fouts, `select id || case when id <= $1 then ' (copy): ' else ' (load): ' end || coalesce(foutreden, '')
 		from admhnd where statuslev = 'fout' order by id limit 10`, n); err != nil {

@@ -385,21 +385,15 @@ func runDisturbance(t testing.TB, r distRig, p distPlan) distOutcome {
 	}
 	// Every geleverd one on the verzending queue, read back: the wait ends a minute after the
 	// last new one came (the reader trails the consumers on a busy machine).
-	arrived := map[int64]bool{}
-	for changed := time.Now(); ; time.Sleep(200 * time.Millisecond) {
-		n := len(arrived)
-		for _, m := range r.verzending.Messages() {
+	arrived, read := map[int64]bool{}, 0
+	if !r.verzending.AwaitFlow(time.Minute, func(got []brptest.Received) bool {
+		for _, m := range got[read:] {
 			arrived[m.AdmhndID] = true
 		}
-		if len(arrived) >= geleverd {
-			break
-		}
-		if len(arrived) > n {
-			changed = time.Now()
-		} else if time.Since(changed) > time.Minute {
-			t.Errorf("%s: %d geleverd, %d of them on the verzending queue", p.kind, geleverd, len(arrived))
-			break
-		}
+		read = len(got)
+		return len(arrived) >= geleverd
+	}) {
+		t.Errorf("%s: %d geleverd, %d of them on the verzending queue", p.kind, geleverd, len(arrived))
 	}
 
 	// The outcome.

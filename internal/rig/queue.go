@@ -115,6 +115,18 @@ func (r *Reader) Messages() []Received {
 // message rather than polling: a round's messages arrive within milliseconds of its commit,
 // and a poll adds its interval whenever it looks too early.
 func (r *Reader) Await(timeout time.Duration, cond func([]Received) bool) bool {
+	return r.await(timeout, false, cond)
+}
+
+// AwaitFlow is Await with a timeout that starts again as each message arrives: it gives up
+// once quiet passes without a new one. For a reader that trails the messages it waits for on
+// a busy machine, where a timeout in all would fail on slowness instead of on a stop.
+func (r *Reader) AwaitFlow(quiet time.Duration, cond func([]Received) bool) bool {
+	return r.await(quiet, true, cond)
+}
+
+// await is Await; with restart, the timeout starts again at each message (AwaitFlow).
+func (r *Reader) await(timeout time.Duration, restart bool, cond func([]Received) bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
@@ -126,6 +138,9 @@ func (r *Reader) Await(timeout time.Duration, cond func([]Received) bool) bool {
 		}
 		select {
 		case <-arrived:
+			if restart {
+				deadline.Reset(timeout)
+			}
 		case <-deadline.C:
 			return cond(r.Messages())
 		}
