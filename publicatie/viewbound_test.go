@@ -16,8 +16,9 @@ import (
 //
 // An eighth of issue 22's handelingen against an eighth of the default ViewBytes: still four
 // times what fits, each of 500 persons, and 125,000 rows of admhnd_persoon instead of a
-// million (on the kern layout each goes through the test views' triggers, five minutes beside
-// a busy machine). TestPublisherMemoryBoundedByViewBytes fills the default 32 MiB.
+// million, which on the kern layout each went through the test views' triggers and made this
+// the lane's costliest test (docs/performance.md, "The full lane").
+// TestPublisherMemoryBoundedByViewBytes fills the default 32 MiB.
 func TestViewBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	const handelingen = 250 // the statement's generate_series(1, 250)
