@@ -31,7 +31,8 @@ func distTestPlan(kind string) distPlan {
 // verzending queue keeps every person's order, and the database holds nothing else. For the
 // long writer (a session of another application that holds a transaction id for 8 s), the
 // handelingen registered while it is open are geleverd before it commits (their consumer's
-// transaction, tslev, began before): publication does not stop for it. How long anything takes is the benchmark's to measure.
+// transaction, tslev, began before): publication does not stop for it. How long anything
+// takes is the benchmark's to measure.
 func TestDisturbances(t *testing.T) {
 	t.Parallel()
 	pub, con := brptest.Build(t, "cmd/publicatie"), brptest.Build(t, "cmd/mutatielevering")
