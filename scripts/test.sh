@@ -15,7 +15,9 @@ cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
 trap 'rm -rf -- "$logs"' EXIT
 # The services start while the unit lane runs: it reaches none of them.
-(scripts/services.sh up && scripts/services.sh up-rabbitmq) >"$logs/services" 2>&1 &
+# The lane's PostgreSQL runs without fsync (BRP_DEV_PG_DURABLE=off): its databases are thrown
+# away, and its flushes cost CPU the tests need (docs/performance.md, "The full lane").
+(BRP_DEV_PG_DURABLE=off scripts/services.sh up && scripts/services.sh up-rabbitmq) >"$logs/services" 2>&1 &
 services=$!
 # The unit lane first, as on a clean clone: nothing but Go on PATH and no service settings
 # (the environment reduced to HOME and Go's own variables). Tests that need a service or a tool

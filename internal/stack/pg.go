@@ -181,10 +181,17 @@ listen_addresses = '127.0.0.1'
 port = %d
 unix_socket_directories = '%s'
 max_connections = 200
-fsync = on
+fsync = %[3]s
 # up-pg-standby writes synchronous replication here (primary only); down-pg-standby removes it.
 include_if_exists = 'brp-replication.conf'
-`, p.port, sock))
+`, p.port, sock, onOff(!p.s.cfg.PGNotDurable)))
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 var addrInUse = regexp.MustCompile(`Address already in use`)

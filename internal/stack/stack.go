@@ -47,6 +47,10 @@ type Config struct {
 	// PGAsync makes the standby asynchronous; by default the primary waits for it at every
 	// commit (synchronous_standby_names = '*').
 	PGAsync bool
+	// PGNotDurable runs PostgreSQL without fsync: what it commits survives its own crash but
+	// not the machine's. For a throwaway cluster only (the full
+	// test lane's: docs/performance.md, "The full lane"); by default both are on.
+	PGNotDurable bool
 	// ActiveMQHome is the ActiveMQ install [/usr/share/activemq, the Debian package].
 	ActiveMQHome string
 	// RabbitBin holds RabbitMQ's scripts [/usr/lib/rabbitmq/bin].
@@ -115,12 +119,14 @@ func FromEnv(repo string) (Config, error) {
 			*p = n
 		}
 	}
-	switch v := os.Getenv("BRP_DEV_PG_SYNC"); v {
-	case "", "on":
-	case "off":
-		c.PGAsync = true
-	default:
-		return c, fmt.Errorf("BRP_DEV_PG_SYNC=%q: expected on or off", v)
+	for name, p := range map[string]*bool{"BRP_DEV_PG_SYNC": &c.PGAsync, "BRP_DEV_PG_DURABLE": &c.PGNotDurable} {
+		switch v := os.Getenv(name); v {
+		case "", "on":
+		case "off":
+			*p = true
+		default:
+			return c, fmt.Errorf("%s=%q: expected on or off", name, v)
+		}
 	}
 	return c, nil
 }
@@ -234,6 +240,8 @@ const usageNotes = `
 Every command is idempotent. State lives in ${BRP_RUN_DIR:-.run}: pg/ (owned by the postgres
 user), activemq/, rabbitmq/, amq-pair/, amq-network/, pg-standby/, each with its logs.
 Everything listens on 127.0.0.1. Ports: BRP_DEV_PG_PORT (55432), BRP_DEV_STOMP_PORT (61613);
+BRP_DEV_PG_DURABLE=off (read by up) runs PostgreSQL without fsync, for a throwaway cluster
+such as the test lane's (scripts/test.sh); on by default.
 BRP_DEV_OPENWIRE_PORT, when set, adds an OpenWire listener (the JMS clients' protocol) to the
 default broker. BRP_ACTIVEMQ_HOME (/usr/share/activemq) may point at another ActiveMQ.
 The broker configurations are versioned in internal/stack/activemq and internal/stack/rabbitmq.

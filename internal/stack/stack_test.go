@@ -17,15 +17,16 @@ import (
 func TestFromEnv(t *testing.T) {
 	t.Setenv("BRP_DEV_PG_PORT", "55999")
 	t.Setenv("BRP_DEV_PG_SYNC", "off")
+	t.Setenv("BRP_DEV_PG_DURABLE", "off")
 	c, err := FromEnv("/repo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c = c.withDefaults()
-	if c.RunDir != "/repo/.run" || c.PGPort != 55999 || c.StompPort != 61613 || !c.PGAsync || c.ReplicationAddr != "127.0.0.1:55999" {
+	if c.RunDir != "/repo/.run" || c.PGPort != 55999 || c.StompPort != 61613 || !c.PGAsync || !c.PGNotDurable || c.ReplicationAddr != "127.0.0.1:55999" {
 		t.Errorf("FromEnv: %+v", c)
 	}
-	for name, bad := range map[string]string{"BRP_DEV_STOMP_PORT": "x", "BRP_DEV_PG_SYNC": "maybe", "BRP_DEV_RABBIT_EPMD_PORT": "70000"} {
+	for name, bad := range map[string]string{"BRP_DEV_STOMP_PORT": "x", "BRP_DEV_PG_SYNC": "maybe", "BRP_DEV_PG_DURABLE": "no", "BRP_DEV_RABBIT_EPMD_PORT": "70000"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, bad)
 			if _, err := FromEnv("/repo"); err == nil || !strings.Contains(err.Error(), name) {
