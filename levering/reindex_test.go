@@ -28,11 +28,8 @@ func TestBatchesBesideReindex(t *testing.T) {
 	e := startWith(t, levering.Config{Batch: 10})
 	ctx := context.Background()
 	// Delivered handelingen, so that each index takes some milliseconds to build.
-	bed := load.Generate(load.Spec{N: 20_000, Personen: 2_000, Multi: 0.3, FirstID: 1_000_000})
-	if err := load.Insert(ctx, e.db, bed); err != nil {
-		t.Fatal(err)
-	}
-	e.db.MustExec(`update admhnd set statuslev = 'geleverd', tslev = now()`)
+	brptest.Bed(t, e.db, load.Generate(load.Spec{N: 20_000, Personen: 2_000, Multi: 0.3, FirstID: 1_000_000}))
+	brptest.DeliverAll(t, e.db)
 
 	reindexErrs := reindexUntilDone(t, e)
 

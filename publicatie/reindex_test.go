@@ -39,8 +39,8 @@ func TestRoundsBesideReindex(t *testing.T) {
 	t.Parallel()
 	e := newRoundEnv(t, Config{})
 	// Delivered handelingen, so that each index takes some milliseconds to build.
-	e.insert(load.Generate(load.Spec{N: 40_000, Personen: 2_000, Multi: 0.3, Start: time.Now().Add(-time.Hour)})...)
-	e.db.MustExec(`update admhnd set statuslev = 'geleverd', tslev = now()`)
+	brptest.Bed(t, e.db, load.Generate(load.Spec{N: 40_000, Personen: 2_000, Multi: 0.3, Start: time.Now().Add(-time.Hour)}))
+	brptest.DeliverAll(t, e.db)
 
 	// At least 10 s side by side, and on until each party did enough (a busy machine runs fewer
 	// REINDEXes in 10 s: 7 of the 10 wanted beside the other tests of the package), at most 2

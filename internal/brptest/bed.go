@@ -1,0 +1,44 @@
+package brptest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/brp/levering/handeling"
+	"github.com/brp/levering/internal/load"
+)
+
+// Bed registers hs in db as bijhouding does on this run's layout: load.Insert on the
+// contract's tables, load.InsertKern on the kern tables themselves. It is for the thousands
+// of handelingen a test lays down before what it tests: the kern layout's test views write a
+// row at a time (a trigger call per handeling and per person), which made such a bed take
+// most of its test's time there. A handeling without a soort gets VERHUIZING.
+func Bed(t testing.TB, db *sqlx.DB, hs []load.Handeling) {
+	t.Helper()
+	for i := range hs {
+		if hs[i].Soort == "" {
+			hs[i].Soort = "VERHUIZING"
+		}
+	}
+	insert := load.Insert
+	if Layout() == handeling.Kern {
+		insert = load.InsertKern
+	}
+	if err := insert(context.Background(), db, hs); err != nil {
+		t.Fatalf("brptest: bed of %d handelingen: %v", len(hs), err)
+	}
+}
+
+// DeliverAll sets every handeling in db geleverd, delivered now: a bed of delivered history.
+func DeliverAll(t testing.TB, db *sqlx.DB) {
+	t.Helper()
+	stmt := `update admhnd set statuslev = 'geleverd', tslev = now()`
+	if Layout() == handeling.Kern {
+		stmt = `update kern.admhnd set statuslev = 4, tslev = now()`
+	}
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatalf("brptest: deliver the bed: %v", err)
+	}
+}
