@@ -13,7 +13,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
-trap 'rm -rf -- "$logs"' EXIT
+# streams maps each running stream's pid (its process group: job control is on while they
+# start) to its name. Interrupted or ended early, the lane takes its streams down with it.
+declare -A streams=()
+finish() {
+  for p in "${!streams[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+  rm -rf -- "$logs"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
 # The services start while the unit lane runs: it reaches none of them.
 # The lane's PostgreSQL runs without fsync (BRP_DEV_PG_DURABLE=off): its databases are thrown
 # away, and its flushes cost CPU the tests need (docs/performance.md, "The full lane").
@@ -106,7 +114,10 @@ faults() {
   fi
 }
 
-declare -A streams
+# Job control gives each stream a process group of its own, so that finish can end a stream
+# with everything it started (go test, the test binaries, their processes); stdin is
+# /dev/null, as it is for a background command without job control.
+set -m
 for s in main_run forms faults; do
   (
     failed=()
@@ -114,9 +125,10 @@ for s in main_run forms faults; do
     "$s" "$@"
     echo "test: stream $s: $((SECONDS - started)) s${failed[*]:+, failed: ${failed[*]}}"
     ((${#failed[@]} == 0))
-  ) >"$logs/$s" 2>&1 &
+  ) </dev/null >"$logs/$s" 2>&1 &
   streams[$!]=$s
 done
+set +m
 bad=()
 while ((${#streams[@]})); do
   rc=0
