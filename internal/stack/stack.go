@@ -48,8 +48,8 @@ type Config struct {
 	// commit (synchronous_standby_names = '*').
 	PGAsync bool
 	// PGNotDurable runs PostgreSQL without fsync: what it commits survives its own crash but
-	// not the machine's. For a throwaway cluster only (the full
-	// test lane's: docs/performance.md, "The full lane"); by default both are on.
+	// not the machine's. For a throwaway cluster only (the full test lane's:
+	// docs/performance.md, "The full lane"); by default fsync is on.
 	PGNotDurable bool
 	// ActiveMQHome is the ActiveMQ install [/usr/share/activemq, the Debian package].
 	ActiveMQHome string
