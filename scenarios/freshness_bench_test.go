@@ -497,18 +497,17 @@ func delivered(b *testing.B, db *sqlx.DB, layout handeling.Layout, n int) {
 	db.MustExec(`vacuum analyze ` + tables)
 }
 
-// registerAll registers hs as bijhouding does in layout l (load.Insert, load.InsertKern) and
+// registerAll registers hs as bijhouding does in layout l (load.InsertIn) and
 // returns the tables that wrote, for analyze.
 func registerAll(b *testing.B, db *sqlx.DB, l handeling.Layout, hs []load.Handeling) (tables string) {
 	b.Helper()
-	insert, tables := load.Insert, `admhnd, admhnd_persoon`
-	if l == handeling.Kern {
-		insert, tables = load.InsertKern, `kern.admhnd, kern.pers, kern.actie, kern.his_persafgeleidadministrati`
-	}
-	if err := insert(context.Background(), db, hs); err != nil {
+	if err := load.InsertIn(context.Background(), db, l, hs); err != nil {
 		b.Fatal(err)
 	}
-	return tables
+	if l == handeling.Kern {
+		return `kern.admhnd, kern.pers, kern.actie, kern.his_persafgeleidadministrati`
+	}
+	return `admhnd, admhnd_persoon`
 }
 
 // historyFirstID is the first id of delivered's history, far above the registrations' ids.

@@ -10,23 +10,13 @@ import (
 	"github.com/brp/levering/internal/load"
 )
 
-// Bed registers hs in db as bijhouding does on this run's layout: load.Insert on the
-// contract's tables, load.InsertKern on the kern tables themselves. It is for the thousands
-// of handelingen a test lays down before what it tests: the kern layout's test views write a
-// row at a time (a trigger call per handeling and per person), which made such a bed take
-// most of its test's time there. A handeling without a soort gets VERHUIZING.
+// Bed registers hs in db as bijhouding does on this run's layout (load.InsertIn): on kern in
+// the kern tables themselves. It is for the thousands of handelingen a test lays down before
+// what it tests: the kern layout's test views write a row at a time (a trigger call per
+// handeling and per person), which made such a bed take most of its test's time there.
 func Bed(t testing.TB, db *sqlx.DB, hs []load.Handeling) {
 	t.Helper()
-	for i := range hs {
-		if hs[i].Soort == "" {
-			hs[i].Soort = "VERHUIZING"
-		}
-	}
-	insert := load.Insert
-	if Layout() == handeling.Kern {
-		insert = load.InsertKern
-	}
-	if err := insert(context.Background(), db, hs); err != nil {
+	if err := load.InsertIn(context.Background(), db, Layout(), hs); err != nil {
 		t.Fatalf("brptest: bed of %d handelingen: %v", len(hs), err)
 	}
 }

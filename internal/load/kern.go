@@ -7,7 +7,18 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/brp/levering/handeling"
 )
+
+// InsertIn registers hs as bijhouding does on layout l: Insert on the contract's tables,
+// InsertKern on the kern tables themselves.
+func InsertIn(ctx context.Context, db *sqlx.DB, l handeling.Layout, hs []Handeling) error {
+	if l.Or() == handeling.Kern {
+		return InsertKern(ctx, db, hs)
+	}
+	return Insert(ctx, db, hs)
+}
 
 // The statements of InsertKern, on the kern tables of rig.BijhoudingKern.
 const (
