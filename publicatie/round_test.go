@@ -424,24 +424,35 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	// 50,000 handelingen of an initial load, older than all real work, stay NULL forever.
 	if _, err := e.db.Exec(`insert into admhnd (id, soort, tsreg)
 		select g, 'GBA_INITIELE_VULLING', timestamptz '2020-01-01' + g * interval '1 ms' from generate_series(1000, 50999) g;
-		insert into admhnd_persoon select g, g from generate_series(1000, 50999) g;
-		analyze admhnd; analyze admhnd_persoon`); err != nil {
+		insert into admhnd_persoon select g, g from generate_series(1000, 50999) g`); err != nil {
 		t.Fatal(err)
 	}
+	// The plans below are made on fresh statistics, not on whatever autovacuum has analyzed by
+	// then. On the kern layout admhnd and admhnd_persoon are the test views: what is analyzed is
+	// the kern tables under them.
+	analyze := `analyze admhnd, admhnd_persoon`
+	// On the kern layout bijhouding registers the initial load in status 2, and both the
+	// service's index (tsreg, id) and kern's own index (tsreg) hold status 1 only: either
+	// leaves the initial load out, and with three handelingen of status 1 the planner may take
+	// either.
+	indexes := []string{"admhnd_te_leveren_zonder_iv_idx"}
+	if brptest.Layout() == handeling.Kern {
+		analyze = `analyze kern.admhnd, kern.actie, kern.his_persafgeleidadministrati`
+		indexes = []string{"brp_levering_te_leveren_idx", "ix_admhnd_statuslev_televeren"}
+	}
+	e.db.MustExec(analyze)
 	e.insert(h(1, 1, 10), h(2, 2, 10), h(3, 3, 30))
 	wantIDs(t, "round", e.round(), 1, 3)
 	ctx := context.Background()
-	// On the kern layout bijhouding registers the initial load in status 2, outside the index
-	// of status 1.
-	index := "admhnd_te_leveren_zonder_iv_idx"
-	if brptest.Layout() == handeling.Kern {
-		index = "brp_levering_te_leveren_idx"
-	}
 	usesIndex := func(name string, plan []string) {
 		t.Helper()
-		if !strings.Contains(strings.Join(plan, "\n"), index) {
-			t.Fatalf("%s does not use the index without the initial load:\n%s", name, strings.Join(plan, "\n"))
+		text := strings.Join(plan, "\n")
+		for _, index := range indexes {
+			if strings.Contains(text, index) {
+				return
+			}
 		}
+		t.Fatalf("%s uses none of the indexes without the initial load (%s):\n%s", name, strings.Join(indexes, ", "), text)
 	}
 	// The default exclusion runs prepared: also its generic plan must use the index.
 	conn, err := e.db.Connx(ctx)
