@@ -49,8 +49,9 @@ func GrantRoles(t testing.TB, db *sqlx.DB, dbURL string, l handeling.Layout) Rol
 	return r
 }
 
-// psqlURL is dbURL without the parameters psql does not take (lib/pq's search_path: the
-// grants files name every object of the kern layout with its schema).
+// psqlURL is dbURL without the parameters psql does not take (lib/pq's session settings of
+// rig's test databases: search_path, which the grants files do not need since they name every
+// object of the kern layout with its schema, and jit).
 func psqlURL(t testing.TB, dbURL string) string {
 	t.Helper()
 	u, err := neturl.Parse(dbURL)
@@ -59,6 +60,7 @@ func psqlURL(t testing.TB, dbURL string) string {
 	}
 	q := u.Query()
 	q.Del("search_path")
+	q.Del("jit")
 	u.RawQuery = q.Encode()
 	return u.String()
 }
