@@ -62,6 +62,7 @@ import (
 // Before the first measurement two pipeline runs and one raw run warm the broker up,
 // unmeasured: a broker that has just started runs its first minute of work through its
 // interpreter, and one pipeline run was not enough (the next still took 40 % more broker CPU).
+// A smoke run (BRP_BENCH_QUICK) leaves the warm-up out.
 //
 // Figures (b.ReportMetric): hps (handelingen or items per second); steady_hps (between the
 // first and the last tslev), first_s; round_p50_ms, round_p95_ms, rounds and
@@ -131,17 +132,21 @@ type benchSize struct {
 	backlog, backlogPersonen       int
 	scaleConsumers, isolatedRounds int
 	timeout                        time.Duration // one measurement at most
+	// warmUp runs the unmeasured warm-up first. A smoke run (BRP_BENCH_QUICK) leaves it out:
+	// its figures are not for comparison, and what it checks (every measurement runs, keeps
+	// per-person order and is rendered) does not need a warm broker.
+	warmUp bool
 }
 
 func benchSizes() benchSize {
 	s := benchSize{n: 20_000, personen: 5_000, consumers: []int{1, 2, 4, 8}, at: 4, pairs: envInt("BRP_BENCH_PAIRS", 5),
 		chain: 100, chainBackground: envInt("BRP_BENCH_CHAIN_BACKGROUND", 5_000), seedN: 4_000, seedPersonen: 5_000, seedK: 4, seedWindow: 15 * time.Second,
 		rawBatch: 20, history: []int64{10_000, 1_000_000, 10_000_000}, backlog: 5_000, backlogPersonen: 1_000,
-		scaleConsumers: 4, isolatedRounds: 20, timeout: 5 * time.Minute}
+		scaleConsumers: 4, isolatedRounds: 20, timeout: 5 * time.Minute, warmUp: true}
 	if os.Getenv("BRP_BENCH_QUICK") != "" {
 		s.n, s.personen, s.consumers, s.at, s.pairs = 2_000, 500, []int{1, 2}, 2, 1
 		s.chainBackground, s.seedWindow, s.history = 500, 10*time.Second, []int64{10_000, 100_000}
-		s.backlog, s.backlogPersonen, s.timeout = 2_000, 400, 2*time.Minute
+		s.backlog, s.backlogPersonen, s.timeout, s.warmUp = 2_000, 400, 2*time.Minute, false
 	}
 	return s
 }
@@ -178,10 +183,12 @@ func newPipelineBench(b *testing.B) *pipelineBench {
 	fmt.Printf("cpus: %d\nkernel: %s\npostgres: %s\nbroker: %s\n", runtime.NumCPU(), strings.TrimSpace(string(kernel)), pg, amq)
 	fmt.Printf("workload: %d handelingen over %d persons\npair-consumers: %d\nraw-batch: %d\nextra-env: %s\nquick: %t\n",
 		s.n, s.personen, s.at, s.rawBatch, strings.Join(pb.extra, " "), os.Getenv("BRP_BENCH_QUICK") != "")
-	for range 2 {
-		b.Logf("warm-up (not measured): pipeline %.0f/s", pb.pipeline(b, s.at)["hps"])
+	if s.warmUp {
+		for range 2 {
+			b.Logf("warm-up (not measured): pipeline %.0f/s", pb.pipeline(b, s.at)["hps"])
+		}
+		b.Logf("warm-up (not measured): raw loop %.0f/s", pb.raw(b, s.rawBatch, s.at*levering.DefaultWorkers, false)["hps"])
 	}
-	b.Logf("warm-up (not measured): raw loop %.0f/s", pb.raw(b, s.rawBatch, s.at*levering.DefaultWorkers, false)["hps"])
 	return pb
 }
 
