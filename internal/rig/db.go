@@ -73,7 +73,7 @@ func CloneDB(ctx context.Context, serverURL, name, template string, l handeling.
 // The sessions run without JIT, as the service's own do (dbsession.DSN): the tests run
 // publishers and consumers in-process on this pool, and there a statement whose estimate
 // passed jit_above_cost was compiled on every call (the consumer's check of a handeling of 500
-// persons: 0.8 s of compiling for 20 ms of work), which the service never does.
+// persons: 0.83 s of compiling in a call of 0.9 s), which the service never does.
 func openIn(dbURL string, l handeling.Layout) (*sqlx.DB, string, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil {
