@@ -104,7 +104,10 @@ func TestOpenLatePersonsTransactionHoldsNoRound(t *testing.T) {
 // commits after that is recorded at its commit and taken in behind the stand.
 func TestRoundHorizonWaitsBoundedForOpenTransactions(t *testing.T) {
 	t.Parallel()
-	e := newRoundEnv(t, Config{MaxWait: 1500 * time.Millisecond})
+	// MaxWait leaves the round that must still wait for the registering transaction below
+	// almost 3 s to start in: at 1.5 s (0.4 s of room) a busy machine's round came too late.
+	const maxWait = 4 * time.Second
+	e := newRoundEnv(t, Config{MaxWait: maxWait})
 	reader := e.db.MustBegin()
 	defer reader.Rollback()     //nolint:errcheck
 	reader.MustExec(`select 1`) // the transaction starts with its first statement
@@ -126,12 +129,16 @@ func TestRoundHorizonWaitsBoundedForOpenTransactions(t *testing.T) {
 	defer bijhouding.Rollback() //nolint:errcheck
 	bijhouding.MustExec(`insert into admhnd (id, soort, tsreg) values (3, 'VERHUIZING', now());
 		insert into admhnd_persoon values (3, 30)`)
+	var began time.Time // the transaction's start (the database's clock, on this machine)
+	if err := bijhouding.Get(&began, `select now()`); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(100 * time.Millisecond)
 	e.db.MustExec(`insert into admhnd (id, soort, tsreg) values (4, 'VERHUIZING', now());
 		insert into admhnd_persoon values (4, 40)`)
 	time.Sleep(LateWriterGrace)
 	wantIDs(t, "while a transaction that registered is younger than MaxWait", e.round())
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(time.Until(began.Add(maxWait + 200*time.Millisecond)))
 	wantIDs(t, "once it is older than MaxWait", e.round(), 4)
 	if err := bijhouding.Commit(); err != nil {
 		t.Fatal(err)
