@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/brp/levering/handeling"
@@ -12,24 +13,25 @@ import (
 )
 
 // insertHeld registers n persons (from 1) each with a handeling in status first and a later
-// one still to be delivered. The records the triggers made for them are removed, as if a
-// round had read them.
+// one still to be delivered, as a bulk load without triggers (bulkLoad): as if a round had read
+// what the triggers would have recorded.
 func (e *roundEnv) insertHeld(n int, first string) {
 	e.t.Helper()
 	if brptest.Layout() == handeling.Kern {
 		e.insertHeldKern(n, first)
 		return
 	}
-	e.db.MustExec(`insert into admhnd (id, soort, tsreg, statuslev, foutreden, tspub)
-		select i, 'VERHUIZING', $2::timestamptz + make_interval(secs => i / 1000.0), $3,
-		       case when $4 then 'test' end, now()
-		from generate_series(1, $1::int) i`, n, t0, first, first == "fout")
-	e.db.MustExec(`insert into admhnd (id, soort, tsreg)
-		select $1::int + i, 'VERHUIZING', $2::timestamptz + make_interval(secs => ($1::int + i) / 1000.0)
-		from generate_series(1, $1::int) i`, n, t0)
-	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id)
-		select i, i from generate_series(1, $1::int) i union all select $1::int + i, i from generate_series(1, $1::int) i`, n)
-	e.db.MustExec(`delete from publicatie_nakomer`)
+	e.bulkLoad(func(tx *sqlx.Tx) {
+		tx.MustExec(`insert into admhnd (id, soort, tsreg, statuslev, foutreden, tspub)
+			select i, 'VERHUIZING', $2::timestamptz + make_interval(secs => i / 1000.0), $3,
+			       case when $4 then 'test' end, now()
+			from generate_series(1, $1::int) i`, n, t0, first, first == "fout")
+		tx.MustExec(`insert into admhnd (id, soort, tsreg)
+			select $1::int + i, 'VERHUIZING', $2::timestamptz + make_interval(secs => ($1::int + i) / 1000.0)
+			from generate_series(1, $1::int) i`, n, t0)
+		tx.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id)
+			select i, i from generate_series(1, $1::int) i union all select $1::int + i, i from generate_series(1, $1::int) i`, n)
+	})
 	e.db.MustExec(`analyze admhnd, admhnd_persoon`)
 }
 
@@ -38,19 +40,36 @@ func (e *roundEnv) insertHeld(n int, first string) {
 func (e *roundEnv) insertHeldKern(n int, first string) {
 	e.t.Helper()
 	status := map[string]int{"fout": 5, "in_levering": 3}[first]
-	e.db.MustExec(`insert into kern.pers (id) select i from generate_series(1, $1::int + 1) i on conflict do nothing`, n)
-	e.db.MustExec(`insert into kern.admhnd (id, srt, partij, tsreg, statuslev)
-		select i, 1, 1, $2::timestamptz + make_interval(secs => i / 1000.0), case when i <= $1::int then $3::smallint else 1 end
-		from generate_series(1, 2 * $1::int) i`, n, t0, status)
-	e.db.MustExec(`insert into admhnd_levering (admhnd_id, tspub, foutreden)
-		select i, now(), case when $2 then 'test' end from generate_series(1, $1::int) i`, n, first == "fout")
-	e.db.MustExec(`insert into kern.actie (id, admhnd, tsreg) select id, id, tsreg from kern.admhnd where id <= 2 * $1::int`, n)
-	e.db.MustExec(`select setval('kern.seq_actie', 2 * $1::int)`, n)
-	e.db.MustExec(`insert into kern.his_persafgeleidadministrati (pers, tsreg, actieinh, admhnd, tslaatstewijz, sorteervolgorde)
-		select (id - 1) % $1::int + 1, tsreg, id, id, tsreg, 1 from kern.admhnd where id <= 2 * $1::int`, n)
-	e.db.MustExec(`delete from publicatie_nakomer`)
-	e.db.MustExec(`delete from publicatie_fout_changes`)
+	e.bulkLoad(func(tx *sqlx.Tx) {
+		tx.MustExec(`insert into kern.pers (id) select i from generate_series(1, $1::int + 1) i on conflict do nothing`, n)
+		tx.MustExec(`insert into kern.admhnd (id, srt, partij, tsreg, statuslev)
+			select i, 1, 1, $2::timestamptz + make_interval(secs => i / 1000.0), case when i <= $1::int then $3::smallint else 1 end
+			from generate_series(1, 2 * $1::int) i`, n, t0, status)
+		tx.MustExec(`insert into admhnd_levering (admhnd_id, tspub, foutreden)
+			select i, now(), case when $2 then 'test' end from generate_series(1, $1::int) i`, n, first == "fout")
+		tx.MustExec(`insert into kern.actie (id, admhnd, tsreg) select id, id, tsreg from kern.admhnd where id <= 2 * $1::int`, n)
+		tx.MustExec(`select setval('kern.seq_actie', 2 * $1::int)`, n)
+		tx.MustExec(`insert into kern.his_persafgeleidadministrati (pers, tsreg, actieinh, admhnd, tslaatstewijz, sorteervolgorde)
+			select (id - 1) % $1::int + 1, tsreg, id, id, tsreg, 1 from kern.admhnd where id <= 2 * $1::int`, n)
+	})
 	e.db.MustExec(`analyze kern.admhnd, kern.actie, kern.his_persafgeleidadministrati, admhnd_levering`)
+}
+
+// bulkLoad runs load in one transaction without triggers and foreign-key checks, as
+// pg_restore --disable-triggers loads (session_replication_role = replica; the tests' database
+// user is a superuser). The rows a test loads this way are consistent by construction, and what
+// the service's triggers would record of them (late arrivals, fout changes) is what a round
+// has read already. Loading 100,000 held on the kern layout took 20 s with them, 13 s of it
+// the kern schema's foreign-key checks.
+func (e *roundEnv) bulkLoad(load func(tx *sqlx.Tx)) {
+	e.t.Helper()
+	tx := e.db.MustBegin()
+	defer tx.Rollback()
+	tx.MustExec(`set local session_replication_role = replica`)
+	load(tx)
+	if err := tx.Commit(); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // foutInLevering sets every handeling in levering fout, as a consumer's known error does. On
@@ -118,9 +137,14 @@ func TestFreeHandelingPassesManyHeld(t *testing.T) {
 				e := newRoundEnv(t, cfg)
 				e.insertHeld(n, first)
 				if first == "in_levering" {
-					for range 30 { // take the later ones into the view: at most Limit a round
+					// Take the later ones into the view (at most Limit a round), then one
+					// round more with the view full.
+					for i, full := 0, 0; i < 30 && full < 2; i++ {
 						if got := e.round(); len(got) > 0 {
 							t.Fatalf("published %v while their persons are in levering", got)
+						}
+						if e.pub.work.view.size() == min(n, DefaultViewSize) {
+							full++
 						}
 					}
 					if size := e.pub.work.view.size(); size != min(n, DefaultViewSize) {
