@@ -96,19 +96,8 @@ func (e *roundEnv) insertFree(n int) int64 {
 		values ($1::bigint, 'VERHUIZING', $2::timestamptz + make_interval(secs => $1::bigint / 1000.0))`, free, t0)
 	e.db.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id) values ($1, $2)`, free, n+1)
 	e.db.MustExec(`delete from publicatie_nakomer`)
-	e.analyze()
+	brptest.Analyze(e.t, e.db)
 	return free
-}
-
-// analyze refreshes the planner's statistics of the tables the handelingen are in: on the kern
-// layout the kern tables under the test views (ANALYZE of a view does nothing).
-func (e *roundEnv) analyze() {
-	e.t.Helper()
-	if brptest.Layout() == handeling.Kern {
-		e.db.MustExec(`analyze kern.admhnd, kern.actie, kern.his_persafgeleidadministrati`)
-		return
-	}
-	e.db.MustExec(`analyze admhnd, admhnd_persoon`)
 }
 
 // A fout never stops delivery for other persons (issue 39): n persons each have a fout and a

@@ -433,7 +433,7 @@ func TestRoundSkipsLargeExcludedLoadByIndex(t *testing.T) {
 	brptest.Bed(t, e.db, load0)
 	// The plans below are made on fresh statistics, not on whatever autovacuum has analyzed by
 	// then.
-	e.analyze()
+	brptest.Analyze(t, e.db)
 	// On the kern layout bijhouding registers the initial load in status 2, and both the
 	// service's index (tsreg, id) and kern's own index (tsreg) hold status 1 only: either
 	// leaves the initial load out, and with three handelingen of status 1 the planner may take

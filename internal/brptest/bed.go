@@ -32,3 +32,16 @@ func DeliverAll(t testing.TB, db *sqlx.DB) {
 		t.Fatalf("brptest: deliver the bed: %v", err)
 	}
 }
+
+// Analyze refreshes the planner's statistics of the tables the handelingen are in on this
+// run's layout: on kern the kern tables under the test views (ANALYZE of a view does nothing).
+func Analyze(t testing.TB, db *sqlx.DB) {
+	t.Helper()
+	stmt := `analyze admhnd, admhnd_persoon`
+	if Layout() == handeling.Kern {
+		stmt = `analyze kern.admhnd, kern.actie, kern.his_persafgeleidadministrati`
+	}
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatalf("brptest: analyze: %v", err)
+	}
+}
