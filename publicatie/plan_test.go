@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brp/levering/handeling"
 	"github.com/brp/levering/internal/brptest"
+	"github.com/brp/levering/internal/load"
 )
 
 // TestRoundFindsRowsByID checks the plans of the round's statements that look rows up by id
@@ -25,12 +27,21 @@ func TestRoundFindsRowsByID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	// The handelingen as beds (on kern on the kern tables themselves, not through the test
+	// views' per-row triggers): 1,000 delivered, analyzed, then 50,000 open.
+	now := time.Now()
+	bed := func(from, to int64, start time.Time) {
+		hs := make([]load.Handeling, 0, to-from+1)
+		for g := from; g <= to; g++ {
+			hs = append(hs, load.Handeling{ID: g, Soort: "VERHUIZING", Tsreg: start.Add(time.Duration(g) * time.Millisecond)})
+		}
+		brptest.Bed(t, db, hs)
+	}
+	bed(1, 1000, now.Add(-time.Hour))
+	brptest.DeliverAll(t, db)
+	brptest.Analyze(t, db)
+	bed(1001, 51000, now.Add(-30*time.Minute))
 	for _, stmt := range []string{
-		`insert into admhnd (id, soort, tsreg, statuslev, tslev)
-		 select g, 'VERHUIZING', now() - interval '1 hour' + g * interval '1 ms', 'geleverd', now() from generate_series(1, 1000) g`,
-		`analyze admhnd`,
-		`insert into admhnd (id, soort, tsreg)
-		 select g, 'VERHUIZING', now() - interval '30 minutes' + g * interval '1 ms' from generate_series(1001, 51000) g`,
 		`set plan_cache_mode = force_generic_plan`,
 		`prepare mark(bigint[]) as ` + testSQL().markSQL,
 		`prepare intake(timestamptz, timestamptz, bigint, int, bigint[]) as ` + testSQL().intakeDefaultSQL,
