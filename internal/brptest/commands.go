@@ -2,6 +2,8 @@ package brptest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,32 +29,66 @@ type buildResult struct {
 
 // Build compiles one of the project's commands (for example "cmd/publicatie") once per test
 // process and returns the binary's path.
+//
+// The binaries go to one directory per checkout, shared by its test processes (binDir), where
+// go build finds a binary up to date when nothing it is built from changed and then does not
+// link it again. A full lane runs about 25 test processes that build a command, and a link
+// costs 1-2 CPU-seconds; every process once linked its own copy into a directory of its own.
+// A lock file per binary keeps two processes from building the same one at once.
 func Build(t testing.TB, pkg string, tags ...string) string {
 	t.Helper()
 	NeedsServices(t)
 	key := pkg + " " + strings.Join(tags, ",")
 	v, _ := builds.LoadOrStore(key, &buildResult{})
 	b := v.(*buildResult)
-	b.once.Do(func() {
-		dir, err := processTempDir("brpbin-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, filepath.Base(pkg))
-		args := []string{"build", "-o", b.path}
-		if len(tags) > 0 {
-			args = append(args, "-tags", strings.Join(tags, ","))
-		}
-		out, err := exec.Command("go", append(args, "github.com/brp/levering/"+pkg)...).CombinedOutput()
-		if err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	})
+	b.once.Do(func() { b.path, b.err = build(pkg, tags) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// build runs go build for Build, under the binary's lock.
+func build(pkg string, tags []string) (string, error) {
+	dir, err := binDir()
+	if err != nil {
+		return "", err
+	}
+	name := filepath.Base(pkg)
+	if len(tags) > 0 {
+		name += "-" + strings.Join(tags, "-")
+	}
+	path := filepath.Join(dir, name)
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	args := []string{"build", "-o", path}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	if out, err := exec.Command("go", append(args, "github.com/brp/levering/"+pkg)...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return path, nil
+}
+
+// binDir is Build's directory for this checkout: in the temporary directory, where go build
+// makes its binaries too (so that it moves one into place rather than writing it over a
+// binary a test may be running), named after a hash of the checkout's path.
+func binDir() (string, error) {
+	abs, err := filepath.Abs(repoDir())
+	if err != nil {
+		return "", err
+	}
+	pruneTempDirs("brpbin-") // the per-process directories Build made before
+	sum := sha256.Sum256([]byte(abs))
+	dir := filepath.Join(os.TempDir(), "brp-levering-bin-"+hex.EncodeToString(sum[:6]))
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // RunBad runs bin with one environment variable set to a value, expecting a start-up refusal,
