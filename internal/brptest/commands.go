@@ -77,9 +77,9 @@ func build(pkg string, tags []string) (string, error) {
 	return path, nil
 }
 
-// binDir is Build's directory for this checkout: in the temporary directory, where go build
-// makes its binaries too (so that it moves one into place rather than writing it over a
-// binary a test may be running), named after a hash of the checkout's path.
+// binDir is Build's directory for this checkout, in the temporary directory, named after a
+// hash of the checkout's path. go build replaces a binary that is out of date by a new file
+// (it removes the old one first), so a process still running the old one is not disturbed.
 func binDir() (string, error) {
 	abs, err := filepath.Abs(repoDir())
 	if err != nil {
