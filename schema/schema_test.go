@@ -81,13 +81,21 @@ func TestBijhoudingNeedsNoRightsOnTheServicesTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bij.Close()
+	began := time.Now()
 	if _, err := bij.Exec(`insert into admhnd (id, soort, tsreg) values
 		(2, 'GEBOORTE', now() - interval '1 hour'), (1, 'GEBOORTE', now() - interval '1 hour'), (200, 'GEBOORTE', now() + interval '1 hour')`); err != nil {
 		t.Fatalf("bijhouding's insert: %v", err)
 	}
+	took := time.Since(began)
 	var late []int64
-	if err := db.Select(&late, `select admhnd_id from publicatie_nakomer order by 1`); err != nil || !slices.Equal(late, []int64{1, 2}) {
-		t.Fatalf("recorded as registered late: %v (%v), want [1 2]", late, err)
+	if err := db.Select(&late, `select admhnd_id from publicatie_nakomer order by 1`); err != nil {
+		t.Fatal(err)
+	}
+	// A statement whose trigger ran more than half a second after its transaction began is a
+	// late writer's, and all it registers is recorded (registration.sql): on a busy machine
+	// 200 too. Within half a second only the two in the past.
+	if !slices.Equal(late, []int64{1, 2}) && (took <= 500*time.Millisecond || !slices.Equal(late, []int64{1, 2, 200})) {
+		t.Fatalf("recorded as registered late: %v, want [1 2] (the insert took %v)", late, took)
 	}
 	// Persons added in another transaction: recorded too, the handeling's row held meanwhile.
 	if _, err := bij.Exec(`insert into admhnd_persoon (admhnd_id, persoon_id) values (1, 10)`); err != nil {
