@@ -305,7 +305,7 @@ func TestOverviewWithinBudget(t *testing.T) {
 	}
 
 	// The leader counted what its view holds a minute ago.
-	sqlExec(t, db, `update publicatie_toestand set held_handelingen = 1234, held_personen = 56, held_counted_at = now() - interval '1 minute'`)
+	sqlExec(t, db, `update publicatie_state set held_handelingen = 1234, held_personen = 56, held_counted_at = now() - interval '1 minute'`)
 	o, err = operate.ReadOverview(ctx, db, cfg)
 	if err != nil || o.HeldCounted != operate.HeldByLeader || o.HeldBehindFout != 1234 || o.HeldBehindFoutPersonen != 56 || o.HeldCountedAt == nil {
 		t.Fatalf("over budget with the leader's count: %d of %d (%s, %v), %v", o.HeldBehindFout, o.HeldBehindFoutPersonen, o.HeldCounted, o.HeldCountedAt, err)

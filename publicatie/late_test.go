@@ -241,7 +241,7 @@ func TestLeadMarginIsLearned(t *testing.T) {
 	// The hold passed (the stand, set under the 6 ms margin, lies behind what the new one lets
 	// in: here after the new margin).
 	time.Sleep(raised + 100*time.Millisecond)
-	e.db.MustExec(`update publicatie_toestand set sinds = now() - interval '1 s'`)
+	e.db.MustExec(`update publicatie_state set margins_until = now() - interval '1 s'`)
 	// A lead within the margin is not recorded. A transaction that took more than half a second
 	// is recorded as a late writer's, whatever its lead (the trigger cannot tell it from one that
 	// waited on purpose), so where the machine stalled one (a CI run beside other packages: stop
@@ -272,13 +272,13 @@ func TestLeadMarginIsLearned(t *testing.T) {
 	e.round()
 	wantLeadMargin(t, e, 6*time.Millisecond)
 	var pending bool
-	if err := e.db.Get(&pending, `select hoog_tot = 'infinity' from publicatie_toestand`); err != nil || !pending {
-		t.Fatalf("after the lowering hoog_tot is not left for the next round (%v, %v)", pending, err)
+	if err := e.db.Get(&pending, `select high_margin_until = 'infinity' from publicatie_state`); err != nil || !pending {
+		t.Fatalf("after the lowering high_margin_until is not left for the next round (%v, %v)", pending, err)
 	}
 	e.round()
 	var dated bool
-	if err := e.db.Get(&dated, `select hoog_tot < now() and hoog_tot > now() - interval '1 minute' and hoog >= make_interval(secs => $1) from publicatie_toestand`, raised.Seconds()); err != nil || !dated {
-		t.Fatalf("the round after the lowering did not date hoog_tot, or hoog is not the margin before (%v, %v)", dated, err)
+	if err := e.db.Get(&dated, `select high_margin_until < now() and high_margin_until > now() - interval '1 minute' and high_margin >= make_interval(secs => $1) from publicatie_state`, raised.Seconds()); err != nil || !dated {
+		t.Fatalf("the round after the lowering did not date high_margin_until, or high_margin is not the margin before (%v, %v)", dated, err)
 	}
 }
 
@@ -312,8 +312,8 @@ func TestLeadMarginRemembersAServerBehind(t *testing.T) {
 	e.round()
 	wantLeadMargin(t, e, 525*time.Millisecond)
 	// A lead above half the margin is recorded whatever the sample rate, with its source.
-	// (After the raise's hold: sinds.)
-	e.db.MustExec(`update publicatie_toestand set lead_sample_rate = 0, sinds = now() - interval '1 s'`)
+	// (After the raise's hold: margins_until.)
+	e.db.MustExec(`update publicatie_state set lead_sample_rate = 0, margins_until = now() - interval '1 s'`)
 	registerWithLead(t, behind, 50, "400 ms")
 	registerWithLead(t, e.db, 51, "1 ms")
 	var samples []string
@@ -400,7 +400,7 @@ func wantRecorded(t *testing.T, e *roundEnv, id int64, want bool) {
 	}
 	if err := e.db.Get(&got, `select exists (select from publicatie_nakomer where admhnd_id = $1) as recorded,
 		(select extract(epoch from voorsprong)::float8 from publicatie_nakomer where admhnd_id = $1) as lead,
-		(select extract(epoch from marge)::float8 from publicatie_toestand) as margin`, id); err != nil || got.Recorded != want {
+		(select extract(epoch from margin)::float8 from publicatie_state) as margin`, id); err != nil || got.Recorded != want {
 		t.Fatalf("handeling %d recorded late: %v (lead %v, margin %.3f s; %v), want %v", id, got.Recorded, got.Lead, got.Margin, err, want)
 	}
 }
@@ -408,7 +408,7 @@ func wantRecorded(t *testing.T, e *roundEnv, id int64, want bool) {
 func wantLeadMargin(t *testing.T, e *roundEnv, want time.Duration) {
 	t.Helper()
 	var secs float64
-	if err := e.db.GetContext(context.Background(), &secs, `select extract(epoch from marge) from publicatie_toestand`); err != nil {
+	if err := e.db.GetContext(context.Background(), &secs, `select extract(epoch from margin) from publicatie_state`); err != nil {
 		t.Fatal(err)
 	}
 	if got := time.Duration(secs * float64(time.Second)); got < want || got > want+time.Millisecond {

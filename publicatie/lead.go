@@ -27,7 +27,7 @@ import (
 // sampled (the excess that Config.LeadCover's share of the registrations stayed within; with
 // one source at cover 1, the highest lead), plus a cushion (leadCushion), at most
 // Config.MaxLead (the documented bound,
-// publicatie_toestand.grens: leads beyond it never count, so a load of last month's handelingen
+// publicatie_state.max_lead: leads beyond it never count, so a load of last month's handelingen
 // does not hold back today's). It
 // raises the margin as soon as three late ones say so (a straggler alone does not), and lowers
 // it once leadMinObservations say so: a burst's or a lagging clock's margin comes down seconds
@@ -49,10 +49,11 @@ import (
 // ("Bounded waits", "A busy machine").
 //
 // The triggers read the margin in their own transactions, and the stand moved under the
-// margins before. After a raise, for leadHold (until sinds), a registration is recorded when its
-// lead exceeds the lowest margin in force since (the stand may lie as far ahead as that one let
-// it move). After a lowering, transactions begun before it committed (hoog_tot, set by the next
-// round) are held back by the highest margin since: they may have compared their leads with it.
+// margins before. After a raise, for leadHold (until margins_until), a registration is recorded
+// when its lead exceeds the lowest margin in force since (the stand may lie as far ahead as that
+// one let it move). After a lowering, transactions begun before it committed (high_margin_until,
+// set by the next round) are held back by the highest margin since: they may have compared
+// their leads with it.
 // They hold the horizon for at most Config.MaxWait, and what they commit later is recorded at
 // their commit (migration 0015), so a lowering takes effect within MaxWait.
 
@@ -93,7 +94,7 @@ const leadMinObservations = 20
 const leadMemory = time.Minute
 
 // leadSamplesPerSecond is how many ordinary registrations' leads the leader asks the trigger
-// to sample a second (publicatie_toestand.lead_sample_rate: this over the registrations a
+// to sample a second (publicatie_state.lead_sample_rate: this over the registrations a
 // second it takes in, at most all of them). Each is a row written in bijhouding's transaction.
 const leadSamplesPerSecond = 50
 
@@ -102,20 +103,20 @@ const leadSamplesPerSecond = 50
 const leadSampleLease = 15 * time.Second
 
 // leadHoldFor is how long after a change of the margin a registration is recorded when its
-// lead exceeds the lowest margin since (sinds): until the stand, moved under that margin, lies
-// behind what the new one lets in (at most maxLead), and every transaction that was open at
-// the change has committed or is recorded at its commit (maxWait), with a second for the
-// round's commit.
+// lead exceeds the lowest margin since (until margins_until): until the stand, moved under that
+// margin, lies behind what the new one lets in (at most maxLead), and every transaction that was
+// open at the change has committed or is recorded at its commit (maxWait), with a second for
+// the round's commit.
 func leadHoldFor(maxLead, maxWait time.Duration) time.Duration {
 	return maxLead + maxWait + time.Second
 }
 
-// leadRow is publicatie_toestand as the round read it.
+// leadRow is publicatie_state as the round read it.
 type leadRow struct {
 	margin, bound   time.Duration
 	held            time.Duration // the margin the horizon used: the higher one while a lowering is recent
 	maxWait         time.Duration
-	loweringUndated bool          // a lowering committed: hoog_tot is to be set to this round's start
+	loweringUndated bool          // a lowering committed: high_margin_until is to be set to this round's start
 	sampleRate      float64       // lead_sample_rate
 	sampleLeft      time.Duration // until lead_sample_until
 }
@@ -199,7 +200,7 @@ func (w *openWork) tookIn(n int) {
 // when at least leadMinLate of them were late (beyond margin) and the lead it covers lies
 // beyond margin: not for the cushion alone (below cover 1 the late ones are always there, and
 // the covered lead's jitter raised the margin by fractions of a millisecond several times a
-// second, each change a write of publicatie_toestand and a hold), lowered only on
+// second, each change a write of publicatie_state and a hold), lowered only on
 // leadMinObservations and when it falls by a fifth at least (a margin is kept while the leads
 // stay near it), and never above maxLead. It also returns how many leads it weighed and how
 // many of those were late.

@@ -33,7 +33,7 @@ type memStore struct {
 	blocked []int64        // persons blocked otherwise (recorded since the intake)
 	extra   int            // handelingen the database has that the view cannot know of (the sweep)
 	dirty   bool
-	lead    leadRow // publicatie_toestand's margin
+	lead    leadRow // publicatie_state's margin
 }
 
 type memHandeling struct {

@@ -113,12 +113,12 @@ func TestRoundsBesideReindex(t *testing.T) {
 	forms := []string{`reindex index concurrently admhnd_persoon_pkey`, `reindex table admhnd_persoon`,
 		`reindex table admhnd`, `reindex table admhnd_persoon`, `reindex index admhnd_in_levering_idx`,
 		`reindex table admhnd_persoon`, `reindex table concurrently admhnd`, `reindex table admhnd_persoon`,
-		`reindex table publicatie_toestand`, `reindex table concurrently admhnd_persoon`}
+		`reindex table publicatie_state`, `reindex table concurrently admhnd_persoon`}
 	if brptest.Layout() == handeling.Kern {
 		forms = []string{`reindex index concurrently kern.his_persafgeleidadministrati_pkey`, `reindex table kern.his_persafgeleidadministrati`,
 			`reindex table kern.admhnd`, `reindex table kern.his_persafgeleidadministrati`, `reindex index kern.brp_levering_te_leveren_idx`,
 			`reindex table kern.his_persafgeleidadministrati`, `reindex table concurrently kern.admhnd`, `reindex table kern.his_persafgeleidadministrati`,
-			`reindex table publicatie_toestand`, `reindex table concurrently kern.his_persafgeleidadministrati`}
+			`reindex table publicatie_state`, `reindex table concurrently kern.his_persafgeleidadministrati`}
 	}
 	wg.Add(1)
 	go func() {
@@ -200,7 +200,7 @@ func TestRoundLocksSQL(t *testing.T) {
 		"admhnd_in_levering_idx RowExclusiveLock", "admhnd_persoon AccessShareLock", "admhnd_persoon_persoon_idx AccessShareLock",
 		"admhnd_persoon_pkey AccessShareLock", "admhnd_pkey RowExclusiveLock", "admhnd_te_leveren_idx RowExclusiveLock",
 		"admhnd_te_leveren_zonder_iv_idx RowExclusiveLock", "publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
-		"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock", "publicatie_toestand RowExclusiveLock"}
+		"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock", "publicatie_state RowExclusiveLock"}
 	if kern {
 		want = []string{"admhnd RowExclusiveLock", "admhnd_beheer RowExclusiveLock", "admhnd_levering RowExclusiveLock", "admhnd_pkey RowExclusiveLock",
 			"brp_levering_fout_idx RowExclusiveLock", "brp_levering_his_pers_idx AccessShareLock", "brp_levering_te_leveren_idx RowExclusiveLock",
@@ -209,7 +209,7 @@ func TestRoundLocksSQL(t *testing.T) {
 			"ix_admhnd_tslev RowExclusiveLock", "ix_admhnd_tsreg RowExclusiveLock", "ix_his_persafgeleidadministrati_admhnd AccessShareLock",
 			"publicatie_fout_changes RowExclusiveLock", "publicatie_herlees RowExclusiveLock", "publicatie_ingehaald RowExclusiveLock",
 			"publicatie_laat_personen RowExclusiveLock", "publicatie_lead_samples RowExclusiveLock", "publicatie_nakomer RowExclusiveLock",
-			"publicatie_toestand RowExclusiveLock", "uc_his_persafgeleidadministrati_pers_tsreg AccessShareLock"}
+			"publicatie_state RowExclusiveLock", "uc_his_persafgeleidadministrati_pers_tsreg AccessShareLock"}
 	}
 	if !slices.Equal(held, want) {
 		t.Fatalf("after roundLocksSQL the round holds\n%v\nwant\n%v", held, want)

@@ -101,13 +101,13 @@ func (p *Publisher) round(ctx context.Context, epoch int64) (published int, more
 // a lock every other notifying commit of the database waits for).
 const busyPoll = 5 * time.Millisecond
 
-// sleeping keeps publicatie_toestand.slaapt, in the round's transaction: false while the leader
+// sleeping keeps publicatie_state.sleeping, in the round's transaction: false while the leader
 // works (nothing in levering, nothing new: it may sleep), so that registrations do not notify;
 // true before it sleeps, so that they wake it. It may sleep only a round after it set
-// slaapt, once no transaction that may still register began before this round (one that
-// read slaapt before it changed, registered without a notification, and commits later,
+// sleeping, once no transaction that may still register began before this round (one that
+// read sleeping before it changed, registered without a notification, and commits later,
 // unseen by this round); until then it looks again after busyPoll. In FixedDelay mode nobody
-// listens: slaapt stays false.
+// listens: sleeping stays false.
 func (p *Publisher) sleeping(ctx context.Context, r *round) error {
 	busy := len(r.keep) > 0 || len(r.stale) > 0 || r.taken > 0 || r.inLevering > 0 || r.intakeFull || p.cfg.FixedDelay
 	want := r.st.sleeping

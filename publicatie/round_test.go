@@ -866,7 +866,7 @@ func TestRoundReportsWhatItHoldsBehindFout(t *testing.T) {
 	wantIDs(t, "2 and 3 wait behind the fout 1", e.round())
 	var held, persons int64
 	var at sql.NullTime
-	if err := e.db.QueryRow(`select held_handelingen, held_personen, held_counted_at from publicatie_toestand`).Scan(&held, &persons, &at); err != nil {
+	if err := e.db.QueryRow(`select held_handelingen, held_personen, held_counted_at from publicatie_state`).Scan(&held, &persons, &at); err != nil {
 		t.Fatal(err)
 	}
 	if held != 2 || persons != 1 || !at.Valid {

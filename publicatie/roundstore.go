@@ -51,7 +51,7 @@ type roundStore interface {
 	changed() bool
 }
 
-// leadWrite is what learnLead sets in publicatie_toestand (lead.sql).
+// leadWrite is what learnLead sets in publicatie_state (lead.sql).
 type leadWrite struct {
 	margin, bound, hold, maxWait time.Duration
 	sampleRate                   float64
@@ -146,7 +146,7 @@ func (st *sqlStore) setBack(ctx context.Context, ids []int64) error {
 
 func (st *sqlStore) setSleeping(ctx context.Context, sleeping bool) error {
 	if _, err := st.q.ExecContext(ctx, st.s.sleepingSQL, sleeping); err != nil {
-		return fmt.Errorf("publicatie_toestand: %w", err)
+		return fmt.Errorf("publicatie_state: %w", err)
 	}
 	st.dirty = true
 	return nil
@@ -154,7 +154,7 @@ func (st *sqlStore) setSleeping(ctx context.Context, sleeping bool) error {
 
 func (st *sqlStore) writeHeldCounts(ctx context.Context, held, persons int) error {
 	if _, err := st.q.ExecContext(ctx, st.s.heldCountsSQL, held, persons); err != nil {
-		return fmt.Errorf("publicatie_toestand held counts: %w", err)
+		return fmt.Errorf("publicatie_state held counts: %w", err)
 	}
 	st.dirty = true
 	return nil

@@ -55,9 +55,9 @@ func (s *statements) readHorizon(ctx context.Context, q querier) (h time.Time, s
 	return h, st, nil
 }
 
-// toestand is publicatie_toestand as a round read it with its horizon: the lead margin, whether
-// registrations wake the publisher (slaapt), whether a transaction that may still register a
-// handeling began before the round did (older: it may have read slaapt before the round's
+// roundState is publicatie_state as a round read it with its horizon: the lead margin, whether
+// registrations wake the publisher (sleeping), whether a transaction that may still register a
+// handeling began before the round did (older: it may have read sleeping before the round's
 // predecessor changed it), and what the horizon waits for.
 type roundState struct {
 	lead     leadRow

@@ -288,7 +288,7 @@ func (h *hostile) learnClocks(pub *publicatie.Publisher) {
 		return nil
 	})
 	var margin float64
-	if err := h.db.Get(&margin, `select extract(epoch from marge) from publicatie_toestand`); err != nil {
+	if err := h.db.Get(&margin, `select extract(epoch from margin) from publicatie_state`); err != nil {
 		t.Fatal(err)
 	}
 	if margin < 0.55 {

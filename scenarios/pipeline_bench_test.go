@@ -234,7 +234,7 @@ func (pb *pipelineBench) seed(b *testing.B) figures {
 	hs := workload(s.seedN, s.seedPersonen, 1, time.Now().Add(-time.Hour))
 	seed(b, db, hs)
 	// WAKEUP=false: the publisher listens for no notification (and its rounds keep
-	// registrations from sending any: publicatie_toestand.slaapt false).
+	// registrations from sending any: publicatie_state.sleeping false).
 	f := pb.measure(b, db, url, hs, s.seedK, s.seedWindow, "BRP_LEVERING_ADMHNDPUBLICATIE_WAKEUP=false")
 	// A round that reads LIMIT candidates makes the publisher run the next one at once, wake-ups
 	// or not: that would not be the seed's behaviour.

@@ -51,7 +51,11 @@ func BenchmarkRegistration(b *testing.B) {
 				b.Run(fmt.Sprintf("single/tsreg=%s/margin=%s/version=%s", form, margin, v.name), measured(func(b *testing.B) figures {
 					db, _ := versionDB(b, svc, v)
 					if margin == "learned" {
-						db.MustExec(`update publicatie_toestand set marge = '1 s'`)
+						// publicatie_state since migration 0022, publicatie_toestand before.
+						db.MustExec(`do $$ begin
+							if to_regclass('publicatie_state') is not null then update publicatie_state set margin = '1 s';
+							else update publicatie_toestand set marge = '1 s'; end if;
+						end $$`)
 					}
 					cost := backendCost(b, db)
 					start := time.Now()
@@ -162,7 +166,7 @@ func hasLeadMargin(b *testing.B, svc *brptest.Services, v binVersion) bool {
 	}
 	db, _ := versionDB(b, svc, v)
 	var has bool
-	if err := db.Get(&has, `select to_regclass('publicatie_toestand') is not null`); err != nil {
+	if err := db.Get(&has, `select coalesce(to_regclass('publicatie_state'), to_regclass('publicatie_toestand')) is not null`); err != nil {
 		b.Fatal(err)
 	}
 	leadMargins[v.name] = has

@@ -69,7 +69,7 @@ func TestLayoutsRecordAlike(t *testing.T) {
 	dbs := map[string]*sqlx.DB{"contract": contract, "kern": kern}
 	for _, db := range dbs {
 		// The margin the leader learned, nobody asleep (no notifications), every lead sampled.
-		db.MustExec(`update publicatie_toestand set marge = '100 ms', grens = '2 s', slaapt = false,
+		db.MustExec(`update publicatie_state set margin = '100 ms', max_lead = '2 s', sleeping = false,
 			lead_sample_rate = 1, lead_sample_until = 'infinity'`)
 	}
 	r := rand.New(rand.NewPCG(50, 2))

@@ -222,7 +222,7 @@ func TestShadowingRunsNothingWithTheOwnersRights(t *testing.T) {
 			db.MustExec(`grant insert on kern.pers, kern.actie to ` + roles.Bijhouding)
 		}
 		// The leader asks for lead samples: an ordinary registration then writes one.
-		db.MustExec(`update publicatie_toestand set lead_sample_rate = 1, lead_sample_until = now() + interval '1 hour'`)
+		db.MustExec(`update publicatie_state set lead_sample_rate = 1, lead_sample_until = now() + interval '1 hour'`)
 
 		bij := sessionAs(t, roles.BijhoudingURL)
 		shadow(t, bij, tables)

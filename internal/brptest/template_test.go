@@ -41,7 +41,7 @@ func TestDatabasesAreCopiesOfTheProcessTemplate(t *testing.T) {
 	if n != 0 {
 		t.Errorf("the second database holds %d handelingen of the first", n)
 	}
-	if err := second.Get(&n, `select count(*) from publicatie_toestand`); err != nil {
+	if err := second.Get(&n, `select count(*) from publicatie_state`); err != nil {
 		t.Fatalf("the copy is not migrated: %v", err)
 	}
 	pruneTemplates(ctx, DatabaseURL())

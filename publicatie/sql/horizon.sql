@@ -1,16 +1,16 @@
--- The horizon and publicatie_toestand, read together (readHorizon). A transaction begun
--- before hoog_tot (a lowering of the margin committed after it began) may have compared its
--- leads with the higher margin (hoog), which holds it back. hoog_tot 'infinity' says a
--- lowering committed that no round has dated yet: every transaction is held back by hoog until
--- the round sets it. publicatie_horizon (migrations 0015, 0018) says which transactions hold it.
-select least(clock_timestamp(), o.start) - case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end,
-    extract(epoch from v.marge)::float8, extract(epoch from v.grens)::float8,
-    extract(epoch from case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end)::float8,
-    extract(epoch from v.max_wait)::float8, v.hoog_tot = 'infinity', v.lead_sample_rate,
+-- The horizon and publicatie_state, read together (readHorizon). A transaction begun before
+-- high_margin_until (a lowering of the margin committed after it began) may have compared its
+-- leads with the higher margin (high_margin), which holds it back. high_margin_until 'infinity'
+-- says a lowering committed that no round has dated yet: every transaction is held back by
+-- high_margin until the round sets it. publicatie_horizon (migrations 0015, 0018) says which transactions hold it.
+select least(clock_timestamp(), o.start) - case when o.start < v.high_margin_until then greatest(v.margin, v.high_margin) else v.margin end,
+    extract(epoch from v.margin)::float8, extract(epoch from v.max_lead)::float8,
+    extract(epoch from case when o.start < v.high_margin_until then greatest(v.margin, v.high_margin) else v.margin end)::float8,
+    extract(epoch from v.max_wait)::float8, v.high_margin_until = 'infinity', v.lead_sample_rate,
     greatest(extract(epoch from v.lead_sample_until) - extract(epoch from clock_timestamp()), 0)::float8,
-    v.slaapt, coalesce(o.start < now(), false),
+    v.sleeping, coalesce(o.start < now(), false),
     extract(epoch from clock_timestamp() - least(clock_timestamp(), o.start)
-        + case when o.start < v.hoog_tot then greatest(v.marge, v.hoog) else v.marge end)::float8,
+        + case when o.start < v.high_margin_until then greatest(v.margin, v.high_margin) else v.margin end)::float8,
     extract(epoch from clock_timestamp() - o.start)::float8,
     o.persons, o.transactions, o.oldest
 from (
@@ -29,10 +29,10 @@ from (
            coalesce((select extract(epoch from clock_timestamp() - min(xact_start))::float8
                      from h where pid in (select pid from l)), 0) as oldest
 ) o cross join (
-    select coalesce(max(marge), '0') as marge, coalesce(max(grens), '0') as grens,
-        coalesce(max(hoog), '0') as hoog, coalesce(max(hoog_tot), '-infinity') as hoog_tot,
+    select coalesce(max(margin), '0') as margin, coalesce(max(max_lead), '0') as max_lead,
+        coalesce(max(high_margin), '0') as high_margin, coalesce(max(high_margin_until), '-infinity') as high_margin_until,
         coalesce(max(max_wait), '2 s') as max_wait, coalesce(max(lead_sample_rate), 0) as lead_sample_rate,
         coalesce(max(lead_sample_until), '-infinity') as lead_sample_until,
-        coalesce(bool_or(slaapt), true) as slaapt
-    from publicatie_toestand
+        coalesce(bool_or(sleeping), true) as sleeping
+    from publicatie_state
 ) v

@@ -6,6 +6,6 @@
 -- planner takes the row exclusive lock on it and its indexes, which needs only the column
 -- rights the service's role has (schema/grants), where LOCK TABLE needs a table-wide one.
 explain update admhnd set statuslev = statuslev where false;
-lock table publicatie_toestand, publicatie_ingehaald, publicatie_laat_personen, publicatie_herlees,
+lock table publicatie_state, publicatie_ingehaald, publicatie_laat_personen, publicatie_herlees,
     publicatie_lead_samples, publicatie_fout_changes, publicatie_nakomer, admhnd_beheer in row exclusive mode;
 select from admhnd_persoon where false

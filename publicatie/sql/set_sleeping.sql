@@ -1,3 +1,3 @@
 -- Records whether the leader sleeps ($1): registrations notify only a sleeping publisher
 -- (migration 0011).
-update publicatie_toestand set slaapt = $1
+update publicatie_state set sleeping = $1

@@ -44,7 +44,7 @@ grant select on schema_migrations, schema_definitions, publicatie_horizon to :"s
 grant select, insert, update on publicatie_lease to :"service_role";
 grant select, insert on admhnd_beheer to :"service_role";
 grant usage on sequence admhnd_beheer_id_seq to :"service_role";
-grant select, update on publicatie_toestand to :"service_role";
+grant select, update on publicatie_state to :"service_role";
 grant select, insert, update, delete on publicatie_nakomer, publicatie_herlees, publicatie_ingehaald,
     publicatie_laat_personen, publicatie_lead_samples, publicatie_fout_changes, levering_onderweg to :"service_role";
 grant execute on function publicatie_sessions() to :"service_role";

@@ -39,7 +39,7 @@ grant select on brp_levering.schema_migrations, brp_levering.schema_definitions,
 grant select, insert, update on brp_levering.publicatie_lease to :"service_role";
 grant select, insert on brp_levering.admhnd_beheer to :"service_role";
 grant usage on sequence brp_levering.admhnd_beheer_id_seq to :"service_role";
-grant select, update on brp_levering.publicatie_toestand to :"service_role";
+grant select, update on brp_levering.publicatie_state to :"service_role";
 grant select, insert, update, delete on brp_levering.admhnd_levering, brp_levering.publicatie_nakomer,
     brp_levering.publicatie_herlees, brp_levering.publicatie_ingehaald, brp_levering.publicatie_laat_personen,
     brp_levering.publicatie_lead_samples, brp_levering.publicatie_fout_changes, brp_levering.levering_onderweg to :"service_role";

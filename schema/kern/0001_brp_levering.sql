@@ -62,6 +62,7 @@ create table if not exists publicatie_laat_personen (
     tsrec     timestamptz not null default now()
 );
 -- The publisher's margin, horizon and sleep (0011, 0015).
+do $$ begin if to_regclass('publicatie_state') is null then -- publicatie_toestand until migration 0009
 create table if not exists publicatie_toestand (
     enig              boolean     primary key default true check (enig),
     marge             interval    not null default '0',
@@ -76,6 +77,7 @@ create table if not exists publicatie_toestand (
     lead_sample_until timestamptz not null default '-infinity'
 );
 insert into publicatie_toestand default values on conflict do nothing;
+end if; end $$;
 create table if not exists publicatie_lead_samples (
     lead interval not null
 );

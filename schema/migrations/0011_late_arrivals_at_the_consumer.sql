@@ -28,6 +28,7 @@
 -- what it reads where it read it, but it is no longer woken by deliveries (a person's next
 -- handeling waits up to its DELAY until the new publisher leads).
 
+do $$ begin if to_regclass('publicatie_state') is null then -- publicatie_toestand until migration 0022
 create table if not exists publicatie_toestand (
     enig   boolean     primary key default true check (enig),
     -- the lead the publisher holds its horizon back by, and the largest lead it learns
@@ -45,6 +46,7 @@ create table if not exists publicatie_toestand (
     slaapt boolean     not null default true
 );
 insert into publicatie_toestand default values on conflict do nothing;
+end if; end $$;
 
 alter table publicatie_nakomer add column if not exists voorsprong interval null;
 

@@ -19,10 +19,12 @@
 -- * A lowered margin holds, by the margin before it (hoog), only transactions begun before the
 --   lowering committed (hoog_tot): the leader sets it a round later.
 
+do $$ begin if to_regclass('publicatie_state') is null then -- publicatie_toestand until migration 0022
 alter table publicatie_toestand add column if not exists max_wait interval not null default '2 s';
 alter table publicatie_toestand add column if not exists hoog_tot timestamptz not null default '-infinity';
 alter table publicatie_toestand add column if not exists lead_sample_rate float8 not null default 0;
 alter table publicatie_toestand add column if not exists lead_sample_until timestamptz not null default '-infinity';
+end if; end $$;
 
 -- Leads (now() - tsreg at registration) of ordinary registrations, sampled; the leader reads and
 -- deletes them in every round.

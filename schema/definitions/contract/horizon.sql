@@ -66,7 +66,7 @@ select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
            when b.pid is not null then true
            when not s.registers then false
            else s.wait_event is not distinct from 'SyncRep' or s.state = 'active'
-                or clock_timestamp() - s.xact_start < (select coalesce(max(max_wait), '2 s') from publicatie_toestand)
+                or clock_timestamp() - s.xact_start < (select coalesce(max(max_wait), '2 s') from publicatie_state)
        end as holds
 from publicatie_sessions() s
 left join (

@@ -7,7 +7,7 @@
 
 -- One statement trigger per registering statement: plpgsql calls are what a registration pays
 -- for, so one, reading one row. It
--- * wakes a sleeping publisher (publicatie_toestand.slaapt: nothing in levering, nothing new);
+-- * wakes a sleeping publisher (publicatie_state.sleeping: nothing in levering, nothing new);
 -- * records a registration beyond the lead margin, or by a late writer, in publicatie_nakomer
 --   with its lead and where it came from (bron: publicatie_lead_source()), so that the
 --   publisher takes it into its view at its place and learns the lead; a transaction that
@@ -32,18 +32,18 @@
 create or replace function publicatie_geregistreerd() returns trigger
     language plpgsql security definer as $$
 declare
-    v publicatie_toestand;
+    v publicatie_state;
     laat boolean := false;
     n bigint;
     registered bigint;
     oudste timestamptz;
 begin
-    select * into v from publicatie_toestand;
+    select * into v from publicatie_state;
     if not found then
-        v.marge := '0';
-        v.grens := '0';
+        v.margin := '0';
+        v.max_lead := '0';
     end if;
-    if v.slaapt is distinct from false then
+    if v.sleeping is distinct from false then
         perform pg_notify('brp_levering', '');
     end if;
     if coalesce(current_setting('brp_levering.vroeg', true), '') = '' then
@@ -52,10 +52,10 @@ begin
             perform set_config('brp_levering.vroeg', '1', true);
         end if;
     end if;
-    if now() < v.sinds then
-        v.marge := least(v.marge, v.laag);
+    if now() < v.margins_until then
+        v.margin := least(v.margin, v.low_margin);
     end if;
-    select count(*) filter (where statuslev is null and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)), count(*),
+    select count(*) filter (where statuslev is null and (laat or tsreg < now() - v.margin) and publicatie_tsreg_accepted(tsreg)), count(*),
         min(tsreg) filter (where statuslev is null and publicatie_tsreg_accepted(tsreg))
     into n, registered, oudste from nieuw;
     if registered > 16 then
@@ -63,22 +63,22 @@ begin
     end if;
     if n = 0 then
         if oudste is not null and now() < v.lead_sample_until
-            and (random() < v.lead_sample_rate or now() - oudste > greatest(v.marge / 2, interval '50 ms')) then
+            and (random() < v.lead_sample_rate or now() - oudste > greatest(v.margin / 2, interval '50 ms')) then
             insert into publicatie_lead_samples (lead, source)
             values (now() - oudste, publicatie_lead_source());
         end if;
         return null;
     elsif publicatie_nakomer_ruimte(n) then
         insert into publicatie_nakomer (admhnd_id, voorsprong, bron)
-        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end, publicatie_lead_source()
+        select id, case when not laat and now() - tsreg <= v.max_lead then now() - tsreg end, publicatie_lead_source()
         from nieuw
-        where statuslev is null and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
+        where statuslev is null and (laat or tsreg < now() - v.margin) and publicatie_tsreg_accepted(tsreg)
         order by id
         on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong, bron = excluded.bron;
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select tsreg, id from nieuw
-        where statuslev is null and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
+        where statuslev is null and (laat or tsreg < now() - v.margin) and publicatie_tsreg_accepted(tsreg)
         order by tsreg, id limit 1;
     end if;
     return null;

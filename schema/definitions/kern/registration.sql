@@ -7,18 +7,18 @@
 create or replace function brp_levering.publicatie_geregistreerd() returns trigger
     language plpgsql security definer set search_path = pg_catalog, brp_levering, pg_temp as $$
 declare
-    v publicatie_toestand;
+    v publicatie_state;
     laat boolean := false;
     n bigint;
     registered bigint;
     oudste timestamptz;
 begin
-    select * into v from publicatie_toestand;
+    select * into v from publicatie_state;
     if not found then
-        v.marge := '0';
-        v.grens := '0';
+        v.margin := '0';
+        v.max_lead := '0';
     end if;
-    if v.slaapt is distinct from false then
+    if v.sleeping is distinct from false then
         perform pg_notify('brp_levering', '');
     end if;
     if coalesce(current_setting('brp_levering.vroeg', true), '') = '' then
@@ -27,13 +27,13 @@ begin
             perform set_config('brp_levering.vroeg', '1', true);
         end if;
     end if;
-    if now() < v.sinds then
-        v.marge := least(v.marge, v.laag);
+    if now() < v.margins_until then
+        v.margin := least(v.margin, v.low_margin);
     end if;
     insert into publicatie_fout_changes (admhnd_id)
     select id from nieuw where statuslev = 5 order by id
     on conflict (admhnd_id) do update set admhnd_id = excluded.admhnd_id;
-    select count(*) filter (where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)), count(*),
+    select count(*) filter (where statuslev = 1 and (laat or tsreg < now() - v.margin) and publicatie_tsreg_accepted(tsreg)), count(*),
         min(tsreg) filter (where statuslev = 1 and publicatie_tsreg_accepted(tsreg))
     into n, registered, oudste from nieuw;
     if registered > 16 then
@@ -41,22 +41,22 @@ begin
     end if;
     if n = 0 then
         if oudste is not null and now() < v.lead_sample_until
-            and (random() < v.lead_sample_rate or now() - oudste > greatest(v.marge / 2, interval '50 ms')) then
+            and (random() < v.lead_sample_rate or now() - oudste > greatest(v.margin / 2, interval '50 ms')) then
             insert into publicatie_lead_samples (lead, source)
             values (now() - oudste, publicatie_lead_source());
         end if;
         return null;
     elsif publicatie_nakomer_ruimte(n) then
         insert into publicatie_nakomer (admhnd_id, voorsprong, bron)
-        select id, case when not laat and now() - tsreg <= v.grens then now() - tsreg end, publicatie_lead_source()
+        select id, case when not laat and now() - tsreg <= v.max_lead then now() - tsreg end, publicatie_lead_source()
         from nieuw
-        where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
+        where statuslev = 1 and (laat or tsreg < now() - v.margin) and publicatie_tsreg_accepted(tsreg)
         order by id
         on conflict (admhnd_id) do update set voorsprong = excluded.voorsprong, bron = excluded.bron;
     else
         insert into publicatie_herlees (tsreg, admhnd_id)
         select tsreg, id from nieuw
-        where statuslev = 1 and (laat or tsreg < now() - v.marge) and publicatie_tsreg_accepted(tsreg)
+        where statuslev = 1 and (laat or tsreg < now() - v.margin) and publicatie_tsreg_accepted(tsreg)
         order by tsreg, id limit 1;
     end if;
     return null;

@@ -9,7 +9,7 @@ create or replace function brp_levering.publicatie_nakomer_teruggezet() returns 
 begin
     insert into publicatie_nakomer (admhnd_id) values (new.id)
     on conflict (admhnd_id) do update set voorsprong = null;
-    if (select slaapt from publicatie_toestand) is distinct from false then
+    if (select sleeping from publicatie_state) is distinct from false then
         perform pg_notify('brp_levering', '');
     end if;
     return null;
