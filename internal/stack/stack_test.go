@@ -15,6 +15,11 @@ import (
 )
 
 func TestFromEnv(t *testing.T) {
+	// What it reads and then checks, set here: a developer's shell may have services on other
+	// ports or in another run directory.
+	t.Setenv("BRP_RUN_DIR", "")
+	t.Setenv("BRP_DEV_STOMP_PORT", "")
+	t.Setenv("BRP_DEV_PG_REPLICATION_ADDR", "")
 	t.Setenv("BRP_DEV_PG_PORT", "55999")
 	t.Setenv("BRP_DEV_PG_SYNC", "off")
 	t.Setenv("BRP_DEV_PG_DURABLE", "off")
