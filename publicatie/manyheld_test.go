@@ -64,7 +64,7 @@ func (e *roundEnv) insertHeldKern(n int, first string) {
 func (e *roundEnv) bulkLoad(load func(tx *sqlx.Tx)) {
 	e.t.Helper()
 	tx := e.db.MustBegin()
-	defer tx.Rollback()
+	defer tx.Rollback() //nolint:errcheck // nothing to undo after the commit
 	tx.MustExec(`set local session_replication_role = replica`)
 	load(tx)
 	if err := tx.Commit(); err != nil {
