@@ -10,9 +10,10 @@ import (
 )
 
 // processTempDir makes a temporary directory for what a test process builds once and keeps
-// for its lifetime (a command's binary, compiled Java classes). A test binary has no hook at
-// its exit to remove it, and a binary is 20 MB: every test process that built one left it,
-// and a developer's /tmp held 387 of them (7.3 GB). So each is named after its process,
+// for its lifetime (compiled Java classes; the commands' binaries, until Build shared one
+// directory per checkout). A test binary has no hook at its exit to remove it, and a binary is
+// 20 MB: every test process that built one left it, and a developer's /tmp held 387 of them
+// (7.3 GB). So each is named after its process,
 // prefix + pid + "-", and every new one first removes those of processes that have ended. A
 // pid reused by another process keeps its directory until that process ends too: a leak, not
 // a loss.
