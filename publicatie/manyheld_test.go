@@ -32,7 +32,7 @@ func (e *roundEnv) insertHeld(n int, first string) {
 		tx.MustExec(`insert into admhnd_persoon (admhnd_id, persoon_id)
 			select i, i from generate_series(1, $1::int) i union all select $1::int + i, i from generate_series(1, $1::int) i`, n)
 	})
-	e.db.MustExec(`analyze admhnd, admhnd_persoon`)
+	brptest.Analyze(e.t, e.db)
 }
 
 // insertHeldKern is insertHeld on the kern tables themselves: the test views write them a
