@@ -3,6 +3,7 @@ package scenarios
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -32,7 +33,11 @@ import (
 // registered in a bijhouding transaction of its own (the handeling, then its persons) by sixteen
 // registering connections that keep to the schedule (registration i is due at i/rate); an
 // afnemer reads the verzending queue and notes when each message arrives. Persons: 20,000, 10 %
-// of the handelingen touch two.
+// of the handelingen touch two. The afnemer reads as a JMS client does, the broker pushing up to
+// BRP_FRESH_PREFETCH messages (default 1,000, ActiveMQ's default for a JMS client on a queue)
+// ahead of its acks. With a prefetch of 1 every message waited for the ack of the one before,
+// and beside a CPU hog that reader fell behind: its backlog was most of what was measured
+// (docs/performance.md, "The afnemer's prefetch").
 //
 // tsreg takes three forms: now (the database's now(): the transaction's start), client (the
 // registering host's clock, read before the transaction begins, as an application server does)
@@ -69,8 +74,13 @@ import (
 // p50_ms, p90_ms, p95_ms, p99_ms, max_ms (commit to arrival, every registration of the window,
 // waited for after the window ends), reg_p50_ms (bijhouding's transaction), lead_p50_ms,
 // lead_p99_ms, lead_p999_ms and lead_max_ms (tsreg to the transaction's start: what the lead
-// margin follows), margin_p50_ms and margin_max_ms (the leader's lead margin, sampled every
-// half second, and logged a second apart over the run), order_violations, warnings,
+// margin follows), pickup_p50_ms and pickup_p99_ms (commit to the consumer's transaction start,
+// the verzending's tslev: the publisher and the publication queue), onward_p50_ms and
+// onward_p99_ms (from there to arrival: the consumer and the verzending queue), queued_p50_ms and
+// queued_p99_ms (from the broker's timestamp of the verzending, when it took it in, to arrival:
+// the verzending queue and the afnemer, in whole milliseconds), margin_p50_ms
+// and margin_max_ms (the leader's lead margin, sampled every half second, and logged a second
+// apart over the run), order_violations, warnings,
 // and the CPU milliseconds per handeling of each part over the whole run (cpu_publicatie_ms,
 // cpu_mutatielevering_ms, cpu_broker_ms, cpu_postgres_ms, cpu_bench_ms: registering and
 // reading, cpu_machine_ms: everything).
@@ -263,7 +273,7 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	delivered(b, db, v.layout, envInt("BRP_FRESH_HISTORY", 200_000))
 	heldBehindFout(db, held)
 	q := brptest.NewQueues(b)
-	verzending := brptest.ReadFrom(b, svc.Broker(), q.Verzending)
+	verzending := brptest.ReadAheadFrom(b, svc.Broker(), q.Verzending, envInt("BRP_FRESH_PREFETCH", 1000))
 	env := func(extra ...string) []string {
 		extra = append(v.env(), extra...)
 		return rig.Env(svc.Broker(), dbURL, q, append(append([]string{"BRP_LOG_LEVEL=info"}, strings.Fields(os.Getenv("BRP_FRESH_ENV"))...), extra...)...)
@@ -315,10 +325,21 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		hs[r.h.ID] = r.h
 	}
 	arrived := map[int64]time.Time{}
+	tslev := map[int64]time.Time{} // the consumer's transaction start, from the verzending
+	sent := map[int64]time.Time{}  // when the broker took the verzending in (its timestamp)
 	brptest.EventuallyEvery(b, 3*time.Minute, 200*time.Millisecond, func() error {
 		for _, m := range verzending.Messages() {
 			if _, seen := arrived[m.AdmhndID]; !seen {
 				arrived[m.AdmhndID] = m.At
+				var body struct {
+					Tslev time.Time `json:"tslev"`
+				}
+				if json.Unmarshal(m.Body, &body) == nil {
+					tslev[m.AdmhndID] = body.Tslev
+				}
+				if ms, err := strconv.ParseInt(m.Header["timestamp"], 10, 64); err == nil {
+					sent[m.AdmhndID] = time.UnixMilli(ms)
+				}
 			}
 		}
 		if len(arrived) < len(regs) {
@@ -356,7 +377,7 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 	if rep.Distinct != len(regs) {
 		b.Fatalf("verzending holds %d distinct handelingen, %d registered", rep.Distinct, len(regs))
 	}
-	var lat, reg, leads []float64
+	var lat, reg, leads, pickup, onward, queued []float64
 	offered, delivered := 0, 0
 	for id, r := range byID {
 		at := arrived[id]
@@ -370,11 +391,28 @@ func freshRun(b *testing.B, svc *brptest.Services, v binVersion, rate int, form 
 		lat = append(lat, float64(at.Sub(r.commit))/float64(time.Millisecond))
 		reg = append(reg, float64(r.commit.Sub(r.begin))/float64(time.Millisecond))
 		leads = append(leads, 1000*r.lead)
+		if t, ok := tslev[id]; ok {
+			pickup = append(pickup, float64(t.Sub(r.commit))/float64(time.Millisecond))
+			onward = append(onward, float64(at.Sub(t))/float64(time.Millisecond))
+		}
+		if t, ok := sent[id]; ok {
+			queued = append(queued, float64(at.Sub(t))/float64(time.Millisecond))
+		}
 	}
 	slices.Sort(lat)
 	slices.Sort(reg)
 	slices.Sort(leads)
 	pct := func(xs []float64, p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
+	if len(pickup) > 0 {
+		slices.Sort(pickup)
+		slices.Sort(onward)
+		f["pickup_p50_ms"], f["pickup_p99_ms"] = pct(pickup, 0.5), pct(pickup, 0.99)
+		f["onward_p50_ms"], f["onward_p99_ms"] = pct(onward, 0.5), pct(onward, 0.99)
+	}
+	if len(queued) > 0 {
+		slices.Sort(queued)
+		f["queued_p50_ms"], f["queued_p99_ms"] = pct(queued, 0.5), pct(queued, 0.99)
+	}
 	for k, v := range map[string]float64{
 		"offered_hps":      float64(offered) / d.Seconds(),
 		"delivered_ratio":  float64(delivered) / float64(offered),

@@ -240,8 +240,15 @@ func Read(t testing.TB, queue string) *Reader {
 // ReadFrom is Read on the broker of cfg.
 func ReadFrom(t testing.TB, cfg broker.Config, queue string) *Reader {
 	t.Helper()
+	return ReadAheadFrom(t, cfg, queue, 1)
+}
+
+// ReadAheadFrom is ReadFrom with the broker pushing up to prefetch messages ahead of the
+// reader's acks (rig.ReadAhead), as a JMS client does.
+func ReadAheadFrom(t testing.TB, cfg broker.Config, queue string, prefetch int) *Reader {
+	t.Helper()
 	NeedsServices(t)
-	r, err := rig.Read(cfg, queue)
+	r, err := rig.ReadAhead(cfg, queue, prefetch)
 	if err != nil {
 		t.Fatalf("brptest: %v", err)
 	}

@@ -33,7 +33,16 @@ type Reader struct {
 
 // Read subscribes to queue on the broker of cfg and collects its messages until Close.
 func Read(cfg broker.Config, queue string) (*Reader, error) {
-	conn, sub, err := subscribe(cfg, queue)
+	return ReadAhead(cfg, queue, 1)
+}
+
+// ReadAhead is Read with the broker pushing up to prefetch messages ahead of the reader's
+// acks, as a JMS client does (ActiveMQ's default for a queue is 1,000). With prefetch 1 each
+// message waits for the ack of the one before, a round trip that on a busy machine makes the
+// reader the slowest part of a pipeline it measures. The read order is still the queue's: one
+// exclusive subscription receives in dispatch order.
+func ReadAhead(cfg broker.Config, queue string, prefetch int) (*Reader, error) {
+	conn, sub, err := subscribe(cfg, queue, prefetch)
 	if err != nil {
 		return nil, fmt.Errorf("rig: broker at %s is not reachable (start it with scripts/services.sh up): %w", cfg.Addr, err)
 	}
@@ -46,7 +55,7 @@ func Read(cfg broker.Config, queue string) (*Reader, error) {
 			conn.Close()
 			conn = nil
 			for ctx.Err() == nil {
-				if conn, sub, err = subscribe(cfg, queue); err == nil {
+				if conn, sub, err = subscribe(cfg, queue, prefetch); err == nil {
 					break
 				}
 				time.Sleep(200 * time.Millisecond)
@@ -62,16 +71,16 @@ func Read(cfg broker.Config, queue string) (*Reader, error) {
 // Close stops reading.
 func (r *Reader) Close() { r.cancel(); <-r.done }
 
-func subscribe(cfg broker.Config, queue string) (*broker.Conn, *broker.Subscription, error) {
+func subscribe(cfg broker.Config, queue string, prefetch int) (*broker.Conn, *broker.Subscription, error) {
 	conn, err := broker.Dial(context.Background(), cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rig: %w", err)
 	}
-	// Prefetch 1 with an immediate ack keeps the read order the queue's order; exclusive keeps
+	// One subscription with an immediate ack reads in the queue's order; exclusive keeps
 	// it across a reconnect (broker.Conn.SubscribeExclusive): without it, after a broker pause
 	// the new subscription got the messages after the one the dead one held unacknowledged,
 	// before that one came back, and the reader saw a person's handelingen out of order.
-	sub, err := conn.SubscribeExclusive(context.Background(), queue, 1)
+	sub, err := conn.SubscribeExclusive(context.Background(), queue, prefetch)
 	if err != nil {
 		conn.Close()
 		return nil, nil, fmt.Errorf("rig: %w", err)
