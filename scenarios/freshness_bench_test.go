@@ -36,8 +36,8 @@ import (
 // of the handelingen touch two. The afnemer reads as a JMS client does, the broker pushing up to
 // BRP_FRESH_PREFETCH messages (default 1,000, ActiveMQ's default for a JMS client on a queue)
 // ahead of its acks. With a prefetch of 1 every message waited for the ack of the one before,
-// and beside a CPU hog that reader fell behind: its backlog was most of what was measured
-// (docs/performance.md, "The afnemer's prefetch").
+// and beside a CPU hog that reader fell behind: its backlog was a large part of what was
+// measured (docs/performance.md, "The afnemer's prefetch").
 //
 // tsreg takes three forms: now (the database's now(): the transaction's start), client (the
 // registering host's clock, read before the transaction begins, as an application server does)
@@ -74,16 +74,15 @@ import (
 // p50_ms, p90_ms, p95_ms, p99_ms, max_ms (commit to arrival, every registration of the window,
 // waited for after the window ends), reg_p50_ms (bijhouding's transaction), lead_p50_ms,
 // lead_p99_ms, lead_p999_ms and lead_max_ms (tsreg to the transaction's start: what the lead
-// margin follows), pickup_p50_ms and pickup_p99_ms (commit to the consumer's transaction start,
-// the verzending's tslev: the publisher and the publication queue), onward_p50_ms and
-// onward_p99_ms (from there to arrival: the consumer and the verzending queue), queued_p50_ms and
-// queued_p99_ms (from the broker's timestamp of the verzending, when it took it in, to arrival:
-// the verzending queue and the afnemer, in whole milliseconds), margin_p50_ms
+// margin follows), pickup_p50_ms and pickup_p99_ms (commit to the consumer's transaction
+// start, the verzending's tslev: the margin, the round, the publication queue), onward_p50_ms
+// and onward_p99_ms (from there to arrival: the consumer and the verzending queue),
+// queued_p50_ms and queued_p99_ms (the broker's timestamp of the verzending, when it took it
+// in, to arrival: the verzending queue and the afnemer, in whole milliseconds), margin_p50_ms
 // and margin_max_ms (the leader's lead margin, sampled every half second, and logged a second
-// apart over the run), order_violations, warnings,
-// and the CPU milliseconds per handeling of each part over the whole run (cpu_publicatie_ms,
-// cpu_mutatielevering_ms, cpu_broker_ms, cpu_postgres_ms, cpu_bench_ms: registering and
-// reading, cpu_machine_ms: everything).
+// apart over the run), order_violations, warnings, and the CPU milliseconds per handeling of
+// each part over the whole run (cpu_publicatie_ms, cpu_mutatielevering_ms, cpu_broker_ms,
+// cpu_postgres_ms, cpu_bench_ms: registering and reading, cpu_machine_ms: everything).
 func BenchmarkFreshness(b *testing.B) {
 	svc := brptest.PrivateServices(b)
 	versions := binVersions(b, "BRP_FRESH_VERSIONS")
