@@ -69,7 +69,7 @@ type Config struct {
 	// DefaultMaxLead.
 	MaxLead time.Duration
 	// LeadCover is the share of registrations whose lead the margin covers (lead.go). Default
-	// DefaultLeadCover (0.99): the margin covers the leads of all but the one in a hundred
+	// DefaultLeadCover (0.9): the margin covers the leads of all but the one in ten
 	// registrations that waited longest between reading their application server's clock and
 	// BEGIN (a wait for a connection or a CPU on a busy application host), so that those
 	// stragglers do not hold every handeling back by their lead. Such a straggler is late, and
