@@ -873,3 +873,40 @@ func TestRoundReportsWhatItHoldsBehindFout(t *testing.T) {
 		t.Errorf("the leader wrote %d held of %d persons at %v, want 2 of 1", held, persons, at)
 	}
 }
+
+// The round's first statement lowers the session's idle_in_transaction_session_timeout to the
+// lease timeout for the round, reading the session's value in any unit, and leaves a lower one
+// as it is (round_timeout.sql).
+func TestRoundTimeoutLowersTheSessionsSetting(t *testing.T) {
+	t.Parallel()
+	db, _ := brptest.DB(t)
+	for _, tc := range []struct{ session, want string }{
+		{"0", "5s"},
+		{"500ms", "500ms"},
+		{"5s", "5s"},
+		{"10s", "5s"},
+		{"1min", "5s"},
+		{"2h", "5s"},
+	} {
+		t.Run(tc.session, func(t *testing.T) {
+			tx, err := db.Beginx()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback() //nolint:errcheck // the test only reads
+			if _, err := tx.Exec(`select set_config('idle_in_transaction_session_timeout', $1, false)`, tc.session); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(testSQL().roundTimeoutSQL, "5000"); err != nil {
+				t.Fatal(err)
+			}
+			var got, jit string
+			if err := tx.QueryRow(`select current_setting('idle_in_transaction_session_timeout'), current_setting('jit')`).Scan(&got, &jit); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want || jit != "off" {
+				t.Errorf("session %s: the round has idle_in_transaction_session_timeout %s and jit %s, want %s and off", tc.session, got, jit, tc.want)
+			}
+		})
+	}
+}
