@@ -76,13 +76,9 @@ const DefaultMaxLead = 2 * time.Second
 // would rather wait than ever see that sets 1 (contract section 9).
 const DefaultLeadCover = 0.9
 
-// leadSlack is the least cushion above the covered lead (leadCushion): leads jitter by about a
-// millisecond; more would hold every handeling back by that much. It was 5 ms until the cover
-// came below 1: beside a CPU hog the margin was then 7 ms, of which 5 were this cushion above a
-// covered lead of about 2 ms, and 2 ms took 3.6 ms off the freshness p50 at 500/s
-// (docs/performance.md, "The cushion"). A registration it leaves out is late, as one beyond the
-// cover is.
-const leadSlack = 2 * time.Millisecond
+// leadSlack is the least cushion above the highest lead (leadCushion): leads jitter by about a
+// millisecond; more would hold every handeling back by that much.
+const leadSlack = 5 * time.Millisecond
 
 // leadWindow is how long the leads the margin follows are kept: how soon it comes down after
 // the leads have.
