@@ -46,8 +46,11 @@ type HorizonTransaction struct {
 	State           string  `json:"state"`
 	WaitEvent       string  `json:"wait_event"`
 	AgeSeconds      float64 `json:"age_seconds"`
-	// Registers says it has registered a handeling (it holds admhnd in row exclusive mode).
-	Registers bool `json:"registers"`
+	// Registers says it has registered a handeling (it holds admhnd in row exclusive mode);
+	// nil for a transaction younger than a second, which holds the horizon whatever it does:
+	// the horizon does not look it up (publicatie_horizon), so that a round with only young
+	// transactions open reads pg_locks once (issue 51).
+	Registers *bool `json:"registers"`
 	// Bulk says it linked more than 16 persons, or registered more than 16 handelingen in one
 	// statement: it holds the horizon until it ends.
 	Bulk bool `json:"bulk"`
@@ -73,8 +76,27 @@ func readHorizon(ctx context.Context, q sqlx.QueryerContext, st *statements) (Ho
 	hz.WaitSeconds = hz.MarginSeconds
 	if pid.Valid {
 		hz.Holder = &HorizonTransaction{PID: int(pid.Int64), ApplicationName: app.String, State: state.String,
-			WaitEvent: wait.String, AgeSeconds: age.Float64, Registers: registers.Bool, Bulk: bulk}
+			WaitEvent: wait.String, AgeSeconds: age.Float64, Bulk: bulk}
+		if registers.Valid {
+			hz.Holder.Registers = &registers.Bool
+		}
 		hz.WaitSeconds += age.Float64
 	}
 	return hz, nil
+}
+
+// Holding says why the transaction holds the horizon and for how long at most, maxWait being
+// MAXWAIT in seconds: the status page's and the text overview's words.
+func (t *HorizonTransaction) Holding(maxWait float64) string {
+	switch {
+	case t.Bulk:
+		return "a bulk writer (linked more than 16 persons): holds it until it ends"
+	case t.Registers == nil:
+		return fmt.Sprintf("begun under a second ago: holds it for 1s, for %s at most if it registers", FormatAge(maxWait))
+	case *t.Registers && t.State == "active":
+		return fmt.Sprintf("registered handelingen: holds it while it runs a statement, else for %s at most", FormatAge(maxWait))
+	case *t.Registers:
+		return fmt.Sprintf("registered handelingen: holds it for %s at most", FormatAge(maxWait))
+	}
+	return "registered nothing yet: holds it for 1s at most"
 }

@@ -271,16 +271,7 @@ func cut(s string, n int) string {
 func writeHorizon(w io.Writer, hz Horizon) {
 	fmt.Fprintf(w, "horizon             waits %s: lead margin %s (at most %s)", FormatAge(hz.WaitSeconds), FormatAge(hz.MarginSeconds), FormatAge(hz.MaxLeadSeconds))
 	if t := hz.Holder; t != nil {
-		registers := "registered nothing yet: holds it for 1s at most"
-		switch {
-		case t.Bulk:
-			registers = "a bulk writer (linked more than 16 persons): holds it until it ends"
-		case t.Registers && t.State == "active":
-			registers = fmt.Sprintf("registered handelingen: holds it while it runs a statement, else for %s at most", FormatAge(hz.MaxWaitSeconds))
-		case t.Registers:
-			registers = fmt.Sprintf("registered handelingen: holds it for %s at most", FormatAge(hz.MaxWaitSeconds))
-		}
-		fmt.Fprintf(w, ", open transaction pid %d %q, %s for %s, %s", t.PID, clean(t.ApplicationName), clean(t.State), FormatAge(t.AgeSeconds), registers)
+		fmt.Fprintf(w, ", open transaction pid %d %q, %s for %s, %s", t.PID, clean(t.ApplicationName), clean(t.State), FormatAge(t.AgeSeconds), t.Holding(hz.MaxWaitSeconds))
 	} else {
 		fmt.Fprint(w, ", no open transaction holds it")
 	}

@@ -15,12 +15,15 @@ select least(clock_timestamp(), o.start) - case when o.start < v.high_margin_unt
     o.persons, o.transactions, o.oldest
 from (
     -- The open writers (migration 0018): the service's advisory locks, read once, before the
-    -- round's intake; the persons' keys, the transactions, and the oldest one's age.
+    -- round's intake, and only while another transaction is open (h): one the read of the
+    -- sessions missed began after it, so what it registers within the margin lies after this
+    -- horizon and its persons need no holding back yet (migration 0023). The persons' keys,
+    -- the transactions, and the oldest one's age.
     with h as materialized (
         select pid, xact_start, holds from publicatie_horizon
     ), l as materialized (
         select pid, classid, objid from pg_locks
-        where locktype = 'advisory' and classid in (7345003, 7345004) and objsubid = 2
+        where exists (select from h) and locktype = 'advisory' and classid in (7345003, 7345004) and objsubid = 2
           and database = (select oid from pg_database where datname = current_database())
     )
     select (select min(xact_start) from h where holds) as start,

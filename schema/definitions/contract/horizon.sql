@@ -7,7 +7,10 @@
 -- the horizon needs of them and nothing more (no query text, no client address, no other
 -- database), run as its owner (who needs pg_read_all_stats or superuser; the grants file gives
 -- it). registers: it holds admhnd in row exclusive mode (it inserted, updated or deleted rows
--- of it). The service's own sessions are those with its application_name AND a role that may
+-- of it); null while it is younger than a second (publicatie.LateWriterGrace): it holds the
+-- horizon whatever it does then, and not looking saves a read of pg_locks, which takes every
+-- lock-manager partition lock that registrations take their advisory locks through (migration
+-- 0023). The service's own sessions are those with its application_name AND a role that may
 -- execute this function: a bijhouding session that names itself publicatie[...] is still
 -- waited for. In plpgsql: a SQL function that cannot be inlined (security definer) is planned
 -- at every call, and that planning was most of the round's horizon statement; plpgsql keeps
@@ -19,8 +22,10 @@ create or replace function publicatie_sessions()
 begin
     return query
     select a.pid, a.application_name, a.state, a.wait_event, a.xact_start,
-           exists (select from pg_catalog.pg_locks l where l.pid = a.pid and l.locktype = 'relation'
-                   and l.relation = 'admhnd'::regclass and l.mode = 'RowExclusiveLock')
+           case when clock_timestamp() - a.xact_start >= interval '1 s' then
+               a.pid in (select l.pid from pg_catalog.pg_locks l where l.locktype = 'relation'
+                         and l.relation = 'admhnd'::regclass and l.mode = 'RowExclusiveLock')
+           end
     from pg_catalog.pg_stat_activity a
     where a.datname = current_database() and a.pid <> pg_backend_pid()
       and a.backend_type = 'client backend' and a.xact_start is not null
@@ -55,22 +60,24 @@ end $$;
 -- writer's lock (pg_advisory_xact_lock_shared(7345004, 0), taken by the registration and
 -- person link triggers: docs/design.md, "Open writers"). The trigger takes its locks at the
 -- end of a statement, so a COPY or an insert of many rows that takes longer than max_wait
--- would otherwise let the horizon pass it before it held a lock. pg_locks needs no right
--- beyond what every role has.
+-- would otherwise let the horizon pass it before it held a lock. The bulk writer's lock is
+-- looked up only for a transaction older than a second (an uncorrelated subquery, read once
+-- when first needed), registers is null for a younger one, and a null registers holds as one
+-- that registers does: the function's second may end a moment before the view's. pg_locks
+-- needs no right beyond what every role has.
 create or replace view publicatie_horizon as
 select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
        extract(epoch from clock_timestamp() - s.xact_start)::float8 as age_seconds,
        s.registers,
        case
            when clock_timestamp() - s.xact_start < interval '1 s' then true
-           when b.pid is not null then true
+           when s.pid in (
+               select l.pid from pg_locks l
+               where l.locktype = 'advisory' and l.classid = 7345004 and l.objid = 0 and l.objsubid = 2
+                 and l.database = (select oid from pg_database where datname = current_database())
+           ) then true
            when not s.registers then false
            else s.wait_event is not distinct from 'SyncRep' or s.state = 'active'
                 or clock_timestamp() - s.xact_start < (select coalesce(max(max_wait), '2 s') from publicatie_state)
        end as holds
-from publicatie_sessions() s
-left join (
-    select distinct l.pid from pg_locks l
-    where l.locktype = 'advisory' and l.classid = 7345004 and l.objid = 0 and l.objsubid = 2
-      and l.database = (select oid from pg_database where datname = current_database())
-) b on b.pid = s.pid;
+from publicatie_sessions() s;

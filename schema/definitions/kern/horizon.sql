@@ -8,8 +8,10 @@ create or replace function brp_levering.publicatie_sessions()
 begin
     return query
     select a.pid, a.application_name, a.state, a.wait_event, a.xact_start,
-           exists (select from pg_catalog.pg_locks l where l.pid = a.pid and l.locktype = 'relation'
-                   and l.relation = 'kern.admhnd'::regclass and l.mode = 'RowExclusiveLock')
+           case when clock_timestamp() - a.xact_start >= interval '1 s' then
+               a.pid in (select l.pid from pg_catalog.pg_locks l where l.locktype = 'relation'
+                         and l.relation = 'kern.admhnd'::regclass and l.mode = 'RowExclusiveLock')
+           end
     from pg_catalog.pg_stat_activity a
     where a.datname = current_database() and a.pid <> pg_backend_pid()
       and a.backend_type = 'client backend' and a.xact_start is not null
@@ -37,14 +39,13 @@ select s.pid, s.application_name, s.state, s.wait_event, s.xact_start,
        s.registers,
        case
            when clock_timestamp() - s.xact_start < interval '1 s' then true
-           when b.pid is not null then true
+           when s.pid in (
+               select l.pid from pg_locks l
+               where l.locktype = 'advisory' and l.classid = 7345004 and l.objid = 0 and l.objsubid = 2
+                 and l.database = (select oid from pg_database where datname = current_database())
+           ) then true
            when not s.registers then false
            else s.wait_event is not distinct from 'SyncRep' or s.state = 'active'
                 or clock_timestamp() - s.xact_start < (select coalesce(max(max_wait), '2 s') from brp_levering.publicatie_state)
        end as holds
-from brp_levering.publicatie_sessions() s
-left join (
-    select distinct l.pid from pg_locks l
-    where l.locktype = 'advisory' and l.classid = 7345004 and l.objid = 0 and l.objsubid = 2
-      and l.database = (select oid from pg_database where datname = current_database())
-) b on b.pid = s.pid;
+from brp_levering.publicatie_sessions() s;

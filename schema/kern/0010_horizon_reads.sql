@@ -1,0 +1,2 @@
+-- The horizon reads pg_locks only when it needs to (issue 51): the contract layout's migration
+-- 0023. No table changes; its comment says what definitions/kern/horizon.sql changes and why.

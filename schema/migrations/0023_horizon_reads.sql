@@ -1,0 +1,21 @@
+-- The horizon reads pg_locks only when it needs to (issue 51). No table changes: what changes
+-- is horizon.sql, a definitions file, and the round's own statement.
+--
+-- Every read of pg_locks takes all of PostgreSQL's lock-manager partition locks, and every
+-- registration takes its advisory locks through them. A round read it three times, whatever
+-- was open: the open writers' person locks (the round's statement), whether each open
+-- transaction holds admhnd in row exclusive mode (publicatie_sessions(), its registers) and
+-- the bulk writer's lock (publicatie_horizon). Now:
+--
+-- * publicatie_sessions() looks up registers only for a transaction open for a second or more
+--   (publicatie.LateWriterGrace); for a younger one it returns null. A younger transaction
+--   holds the horizon whatever it does, so no rule needs it; the status page says what that
+--   means.
+-- * publicatie_horizon looks up the bulk writer's lock only for such a transaction too.
+-- * The round reads the person locks only while a transaction is open.
+--
+-- So a round reads pg_locks not at all when no other transaction is open, once when only
+-- young ones are, and three times, as before, when one is a second old.
+--
+-- The release before reads publicatie_horizon as before. Its status page says "registered
+-- nothing yet" for a transaction younger than a second until it is upgraded.
