@@ -559,8 +559,6 @@ func TestFormatAge(t *testing.T) {
 	}
 }
 
-// Handelingen with a tsreg outside the accepted range (refused by the publisher, or not yet)
-// can be listed and shown: their tsreg is shown clamped to the range.
 // The words for why a transaction holds the horizon; a young one's registering is not looked
 // up (publicatie_horizon says null), so its words say what either case means.
 func TestHoldingWords(t *testing.T) {
@@ -581,6 +579,8 @@ func TestHoldingWords(t *testing.T) {
 	}
 }
 
+// Handelingen with a tsreg outside the accepted range (refused by the publisher, or not yet)
+// can be listed and shown: their tsreg is shown clamped to the range.
 func TestOddTsregIsListedAndShown(t *testing.T) {
 	t.Parallel()
 	db, _ := brptest.DB(t)

@@ -399,7 +399,9 @@ func TestHorizonTellsTheServiceBySomethingAClientCannotClaim(t *testing.T) {
 
 		svc := sessionAs(t, roles.ServiceURL)
 		// Past publicatie.LateWriterGrace: a younger transaction holds the horizon whatever it
-		// does, and the view does not look up whether it registers (registers is null).
+		// does, and the view does not look up whether it registers (registers is null). MAXWAIT
+		// a minute, so that a busy machine's delay cannot end the hold before the look.
+		db.MustExec(`update ` + serviceSchema(l) + `.publicatie_state set max_wait = interval '1 minute'`)
 		time.Sleep(publicatie.LateWriterGrace + 100*time.Millisecond)
 		var rows []struct {
 			PID       int          `db:"pid"`
