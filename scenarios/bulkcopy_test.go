@@ -87,19 +87,17 @@ func copyBesideLoad(t testing.TB, db *sqlx.DB, verzending *brptest.Reader, n int
 	// after the clock read, the connection could be a new one (a backend forked on a loaded
 	// machine), and a lead beyond anything the last seconds' registrations showed can end
 	// fout: docs/contract.md section 9 names that bound, issue 51's subject. In a full lane
-	// beside the other packages this test once ended 6 of the copy's handelingen ingehaald,
-	// most likely so.
+	// beside the other packages this test ended some of the copy's handelingen ingehaald
+	// (6 once, 1 at c006635) even so: a BEGIN's round trip there can take longer than the
+	// margin. That is the contract's exception, not the bulk writer's rules this tests, so a
+	// copy whose lead exceeded the margin in force begins again with a new tsreg (beginWithin).
 	conn, err := db.Connx(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	began := time.Now()
+	began, tx := beginWithin(t, db, conn)
 	tsreg := began.Truncate(time.Microsecond)
-	tx, err := conn.BeginTxx(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer tx.Rollback() //nolint:errcheck
 	copyRows(t, tx, "admhnd", []string{"id", "soort", "tsreg"}, n, func(i int) []any {
 		if i == n/2 {
@@ -167,6 +165,42 @@ func copyBesideLoad(t testing.TB, db *sqlx.DB, verzending *brptest.Reader, n int
 		t.Fatal(err)
 	}
 	return out
+}
+
+// beginWithin begins a transaction on conn whose lead (its start less the client's clock read
+// just before BEGIN) lies within the lead margin in force, and returns that clock read: it
+// begins again, up to ten times, when a loaded machine delayed the BEGIN past the margin
+// (docs/contract.md section 9's bound; copyBesideLoad). The margin is read on db, under the
+// state table's name of this release or the one before (BenchmarkBulkCopy runs older builds).
+func beginWithin(t testing.TB, db *sqlx.DB, conn *sqlx.Conn) (time.Time, *sqlx.Tx) {
+	t.Helper()
+	var margin float64
+	if err := db.Get(&margin, `select coalesce(extract(epoch from max(margin)), 0)::float8 from publicatie_state`); err != nil {
+		if err := db.Get(&margin, `select coalesce(extract(epoch from max(marge)), 0)::float8 from publicatie_toestand`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		began := time.Now()
+		tx, err := conn.BeginTxx(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lead float64
+		if err := tx.Get(&lead, `select extract(epoch from now() - $1::timestamptz)::float8`, began.Truncate(time.Microsecond)); err != nil {
+			t.Fatal(err)
+		}
+		if lead <= margin || attempt == 10 {
+			if lead > margin {
+				t.Logf("the copy begins with a lead of %.1f ms over a margin of %.1f ms after %d attempts", lead*1000, margin*1000, attempt)
+			}
+			return began, tx
+		}
+		t.Logf("the copy's BEGIN took %.1f ms, over the margin of %.1f ms: beginning again", lead*1000, margin*1000)
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // insertHandeling inserts h, then its person links, in q, as bijhouding does: in one
