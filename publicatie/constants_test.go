@@ -33,7 +33,7 @@ func TestDefinitionsUseGosConstants(t *testing.T) {
 	}{
 		{"MaxWriterLocks (the bulk writer's threshold)", regexp.MustCompile(`(?:registered|taken \+ linked) > (\d+)`), number(MaxWriterLocks)},
 		{"writerKeyModulus (a person's lock key)", regexp.MustCompile(`% (\d+)\)::integer`), number(writerKeyModulus)},
-		{"LateWriterGrace (how long the horizon holds any transaction)", regexp.MustCompile(`xact_start < interval '([^']+)'`), duration(LateWriterGrace)},
+		{"LateWriterGrace (how long the horizon holds any transaction)", regexp.MustCompile(`xact_start (?:<|>=) interval '([^']+)'`), duration(LateWriterGrace)},
 		{"half LateWriterGrace (a late writer's first registration)", regexp.MustCompile(`clock_timestamp\(\) - now\(\) <?[<>]=? interval '([^']+)'`), duration(LateWriterGrace / 2)},
 		{"DefaultMaxWait (MAXWAIT before a leader set it)", regexp.MustCompile(`coalesce\(max\(max_wait\), '([^']+)'\)`), duration(DefaultMaxWait)},
 	}
